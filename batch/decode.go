@@ -1,0 +1,198 @@
+package batch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// Decoder decodes the records of batches. It keeps scratch buffers between
+// calls, so reusing one Decoder makes decoding allocation-free for
+// uncompressed batches and cheap for compressed ones. The zero value is
+// ready to use; a Decoder is not safe for concurrent use.
+type Decoder struct {
+	raw     []byte // decompressed records
+	headers []RecordHeader
+	inflate decompressors
+}
+
+// Records iterates over the records of the batch at the start of b, which
+// must already be checked (see Check). Each Record's byte slices point into
+// b or into the Decoder's buffers and are valid only until the iteration
+// moves on. A decoding error is yielded once, as the last element.
+func (d *Decoder) Records(b []byte) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		h, err := ParseHeader(b)
+		if err != nil {
+			yield(Record{}, err)
+			return
+		}
+		if len(b) < h.Size() {
+			yield(Record{}, fmt.Errorf("%w: %d bytes, batch needs %d", ErrShort, len(b), h.Size()))
+			return
+		}
+		data := b[HeaderSize:h.Size()]
+		if c := h.Codec(); c != None {
+			d.raw, err = d.inflate.decompress(c, d.raw[:0], data)
+			if err != nil {
+				yield(Record{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err))
+				return
+			}
+			data = d.raw
+		}
+		var rec Record
+		for i := int32(0); i < h.RecordCount; i++ {
+			n, err := d.decodeRecord(&rec, data, &h)
+			if err != nil {
+				yield(Record{}, fmt.Errorf("%w: record %d of batch at offset %d: %w", ErrCorrupt, i, h.BaseOffset, err))
+				return
+			}
+			data = data[n:]
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		if len(data) != 0 {
+			yield(Record{}, fmt.Errorf("%w: %d bytes after the last record of batch at offset %d", ErrCorrupt, len(data), h.BaseOffset))
+		}
+	}
+}
+
+// Records iterates over the records of the batch at the start of b with a
+// fresh Decoder. See Decoder.Records.
+func Records(b []byte) iter.Seq2[Record, error] {
+	var d Decoder
+	return d.Records(b)
+}
+
+type decodeError string
+
+func (e decodeError) Error() string { return string(e) }
+
+const (
+	errVarint   = decodeError("bad varint")
+	errLength   = decodeError("length runs past the record")
+	errOverflow = decodeError("record runs past the batch")
+)
+
+// decodeRecord decodes the record at the start of data into rec and returns
+// its encoded size.
+func (d *Decoder) decodeRecord(rec *Record, data []byte, h *Header) (int, error) {
+	size, n := binary.Varint(data)
+	if n <= 0 || size < 0 {
+		return 0, errVarint
+	}
+	if size > int64(len(data)-n) {
+		return 0, errOverflow
+	}
+	total := n + int(size)
+	body := data[n:total]
+	if len(body) < 1 {
+		return 0, errLength
+	}
+	body = body[1:] // attributes
+	tsDelta, n := binary.Varint(body)
+	if n <= 0 {
+		return 0, errVarint
+	}
+	body = body[n:]
+	offDelta, n := binary.Varint(body)
+	if n <= 0 {
+		return 0, errVarint
+	}
+	body = body[n:]
+	var err error
+	if rec.Key, body, err = readBytes(body); err != nil {
+		return 0, err
+	}
+	if rec.Value, body, err = readBytes(body); err != nil {
+		return 0, err
+	}
+	count, n := binary.Varint(body)
+	if n <= 0 || count < 0 || count > int64(len(body)) {
+		return 0, errVarint
+	}
+	body = body[n:]
+	rec.Headers = nil
+	if count > 0 {
+		d.headers = d.headers[:0]
+		for range count {
+			klen, n := binary.Varint(body)
+			if n <= 0 || klen < 0 || klen > int64(len(body)-n) {
+				return 0, errLength
+			}
+			key := string(body[n : n+int(klen)])
+			body = body[n+int(klen):]
+			var val []byte
+			if val, body, err = readBytes(body); err != nil {
+				return 0, err
+			}
+			d.headers = append(d.headers, RecordHeader{Key: key, Value: val})
+		}
+		rec.Headers = d.headers
+	}
+	if len(body) != 0 {
+		return 0, errLength
+	}
+	rec.Offset = h.BaseOffset + offDelta
+	ms := h.BaseTimestamp + tsDelta
+	if h.Attributes&AttrLogAppendTime != 0 {
+		ms = h.MaxTimestamp
+	}
+	rec.Timestamp = time.UnixMilli(ms)
+	return total, nil
+}
+
+// readBytes reads a varint-length-prefixed byte string (−1 = nil).
+func readBytes(b []byte) (val, rest []byte, err error) {
+	l, n := binary.Varint(b)
+	if n <= 0 {
+		return nil, nil, errVarint
+	}
+	b = b[n:]
+	if l == -1 {
+		return nil, b, nil
+	}
+	if l < -1 || l > int64(len(b)) {
+		return nil, nil, errLength
+	}
+	return b[:l:l], b[l:], nil
+}
+
+// Validate checks a batch completely, as a broker must before storing a
+// batch it received: the header, the CRC, and every record, whose offset
+// deltas must run 0, 1, 2, … and agree with the header's record count and
+// last offset delta. b must be exactly one batch. maxRecord, when > 0,
+// limits each record's encoded size. It returns the header.
+func (d *Decoder) Validate(b []byte, maxRecord int) (Header, error) {
+	h, err := Check(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Size() != len(b) {
+		return h, fmt.Errorf("%w: length field says %d bytes, got %d", ErrCorrupt, h.Size(), len(b))
+	}
+	if h.RecordCount == 0 {
+		return h, ErrEmpty
+	}
+	if h.LastOffsetDelta != h.RecordCount-1 {
+		return h, fmt.Errorf("%w: last offset delta %d with %d records", ErrCorrupt, h.LastOffsetDelta, h.RecordCount)
+	}
+	want := h.BaseOffset
+	for rec, err := range d.Records(b) {
+		if err != nil {
+			return h, err
+		}
+		if rec.Offset != want {
+			return h, fmt.Errorf("%w: record offset delta %d, want %d", ErrCorrupt, rec.Offset-h.BaseOffset, want-h.BaseOffset)
+		}
+		if maxRecord > 0 {
+			if size := len(rec.Key) + len(rec.Value); size > maxRecord {
+				return h, fmt.Errorf("%w: record %d has %d bytes of key and value, limit %d", ErrTooLarge, want-h.BaseOffset, size, maxRecord)
+			}
+		}
+		want++
+	}
+	return h, nil
+}
