@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 )
 
@@ -12,6 +13,10 @@ import (
 // uncompressed batches and cheap for compressed ones. The zero value is
 // ready to use; a Decoder is not safe for concurrent use.
 type Decoder struct {
+	// MaxDecompressed bounds what one compressed batch may decompress to;
+	// zero means DefaultMaxDecompressed. A batch over it is ErrCorrupt.
+	MaxDecompressed int
+
 	raw     []byte // decompressed records
 	headers []RecordHeader
 	inflate decompressors
@@ -33,7 +38,11 @@ func (d *Decoder) Records(b []byte) iter.Seq2[Record, error] {
 			return
 		}
 		data := b[HeaderSize:h.Size()]
-		if c := h.Codec(); c != None {
+		if c := h.Codec(); c > Zstd {
+			yield(Record{}, fmt.Errorf("%w %d", ErrCodec, c))
+			return
+		} else if c != None {
+			d.inflate.max = d.MaxDecompressed
 			d.raw, err = d.inflate.decompress(c, d.raw[:0], data)
 			if err != nil {
 				yield(Record{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err))
@@ -60,11 +69,17 @@ func (d *Decoder) Records(b []byte) iter.Seq2[Record, error] {
 }
 
 // Records iterates over the records of the batch at the start of b with a
-// fresh Decoder. See Decoder.Records.
+// Decoder of its own. See Decoder.Records.
 func Records(b []byte) iter.Seq2[Record, error] {
-	var d Decoder
-	return d.Records(b)
+	return func(yield func(Record, error) bool) {
+		// Pooled, so that compressed batches do not make a codec each time.
+		d := decoders.Get().(*Decoder)
+		defer decoders.Put(d)
+		d.Records(b)(yield)
+	}
 }
+
+var decoders = sync.Pool{New: func() any { return new(Decoder) }}
 
 type decodeError string
 

@@ -35,6 +35,14 @@
 // files hold. Because the CRC starts at byte 21, the base offset and the
 // leader epoch can be rewritten without recomputing it.
 //
+// # Compression
+//
+// The records section is compressed as a whole by the batch's codec. Append
+// writes what the Java client writes (snappy in xerial framing); decoding
+// also reads raw snappy blocks, which franz-go and librdkafka send. A
+// compressed batch may decompress to at most Decoder.MaxDecompressed bytes
+// (DefaultMaxDecompressed), so a small batch cannot claim gigabytes.
+//
 // # Allocation
 //
 // Decoding an uncompressed batch allocates nothing per record: a Record's
