@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -35,8 +36,10 @@ const DefaultMaxDecompressed = 64 << 20
 // Compressed output follows the Java client: gzip at the default level,
 // snappy in xerial framing with 32 KiB blocks, lz4 frames with 64 KiB
 // independent blocks, zstd at level 3. Every Kafka client reads these.
-// franz-go's producer writes raw snappy blocks unless streaming
-// compression is on; Decoder reads both.
+// franz-go's producer writes one raw snappy block unless streaming
+// compression is on; Decoder reads both. Snappy blocks come from s2's
+// fast snappy-compatible encoder, as in franz-go (snappy.Encode is s2's
+// slower "better" mode).
 const (
 	xerialBlockSize = 32 << 10
 	xerialHeaderLen = 16 // magic, version, minimum compatible version
@@ -133,8 +136,8 @@ func appendXerial(dst, src []byte) []byte {
 	for len(src) > 0 {
 		n := min(len(src), xerialBlockSize)
 		at := len(dst)
-		dst = slices.Grow(dst, 4+snappy.MaxEncodedLen(n))
-		block := snappy.Encode(dst[at+4:cap(dst)], src[:n]) // in place: there is room
+		dst = slices.Grow(dst, 4+s2.MaxEncodedLen(n))
+		block := s2.EncodeSnappy(dst[at+4:cap(dst)], src[:n]) // in place: there is room
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(block)))
 		dst = dst[:at+4+len(block)]
 		src = src[n:]

@@ -39,7 +39,7 @@
 //
 // The records section is compressed as a whole by the batch's codec. Append
 // writes what the Java client writes (snappy in xerial framing); decoding
-// also reads raw snappy blocks, which franz-go and librdkafka send. A
+// also reads raw snappy blocks, which franz-go and other clients send. A
 // compressed batch may decompress to at most Decoder.MaxDecompressed bytes
 // (DefaultMaxDecompressed), so a small batch cannot claim gigabytes.
 //
