@@ -1,0 +1,294 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/passbook-log/passbook/batch"
+)
+
+// Append appends records as one or more batches and returns the offset of
+// the first; the others follow densely. Records with a zero Timestamp are
+// stamped with the log's clock. With d = DefaultDurability the log's
+// Options.Durability applies. A record over Options.MaxRecordBytes fails
+// the whole call with ErrRecordTooLarge before anything is written.
+func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
+	if len(recs) == 0 {
+		return 0, ErrEmpty
+	}
+	for i := range recs {
+		if n := recordBytes(&recs[i]); n > l.o.MaxRecordBytes {
+			return 0, fmt.Errorf("%w: record %d has %d bytes, limit %d", ErrRecordTooLarge, i, n, l.o.MaxRecordBytes)
+		}
+	}
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	first := l.head.Load()
+	now := l.o.Now()
+	for len(recs) > 0 {
+		// Split so that no batch passes MaxBatchBytes; each record's
+		// overhead is at most ~40 bytes of varints besides its data.
+		n, size := 0, batch.HeaderSize
+		for n < len(recs) {
+			rs := recordBytes(&recs[n]) + 40 + 5*len(recs[n].Headers)
+			if n > 0 && size+rs > l.o.MaxBatchBytes {
+				break
+			}
+			size += rs
+			n++
+		}
+		var err error
+		l.buf, err = batch.Append(l.buf[:0], recs[:n], batch.Options{BaseOffset: l.head.Load(), Now: now})
+		if err == nil {
+			var h batch.Header
+			if h, err = batch.ParseHeader(l.buf); err == nil {
+				err = l.writeLocked(l.buf, h)
+			}
+		}
+		if err != nil {
+			l.mu.Unlock()
+			return 0, err
+		}
+		recs = recs[n:]
+	}
+	end := l.head.Load()
+	l.mu.Unlock()
+	return first, l.durable(d, end)
+}
+
+// AppendBatch validates an encoded RecordBatch v2 (as a Kafka producer
+// sends it), assigns it the next offsets by patching its base offset, and
+// appends it as received: a compressed batch stays compressed. It returns
+// the batch's first offset. Invalid input fails with ErrInvalidBatch,
+// ErrRecordTooLarge or ErrBatchTooLarge and writes nothing. b is modified
+// (its base offset) but not retained.
+func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
+	if len(b) > l.o.MaxBatchBytes {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.o.MaxBatchBytes)
+	}
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	h, err := l.dec.Validate(b, l.o.MaxRecordBytes)
+	if err != nil {
+		l.mu.Unlock()
+		if errors.Is(err, batch.ErrTooLarge) {
+			return 0, fmt.Errorf("%w: %w", ErrRecordTooLarge, err)
+		}
+		return 0, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	first := l.head.Load()
+	batch.SetBaseOffset(b, first)
+	h.BaseOffset = first
+	if err := l.writeLocked(b, h); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	end := l.head.Load()
+	l.mu.Unlock()
+	return first, l.durable(d, end)
+}
+
+// recordBytes is what counts against MaxRecordBytes.
+func recordBytes(r *batch.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// writeLocked writes one batch, whose base offset is already the head, to
+// the active segment (rolling first if due), indexes it and publishes it
+// to readers. Any failure is sticky.
+func (l *Log) writeLocked(b []byte, h batch.Header) error {
+	s := l.active()
+	if s.size.Load() > 0 && (s.size.Load()+int64(len(b)) > l.o.SegmentBytes ||
+		(s.firstMs >= 0 && l.o.Now().UnixMilli()-s.firstMs >= l.o.SegmentAge.Milliseconds())) {
+		var err error
+		if s, err = l.rollLocked(); err != nil {
+			return l.fail(fmt.Errorf("roll segment: %w", err))
+		}
+	}
+	pos := s.size.Load()
+	if _, err := s.log.Write(b); err != nil {
+		return l.fail(fmt.Errorf("write %s: %w", s.path, err))
+	}
+	if err := s.indexBatch(pos, h, l.o.IndexInterval); err != nil {
+		return l.fail(err)
+	}
+	s.size.Store(pos + int64(len(b)))
+	s.next.Store(h.NextOffset())
+	l.head.Store(h.NextOffset())
+	l.notify.broadcast()
+	return nil
+}
+
+// rollLocked seals the active segment and starts a new one at the head.
+func (l *Log) rollLocked() (*segment, error) {
+	old := l.active()
+	if err := old.seal(); err != nil {
+		return nil, err
+	}
+	s, err := openSegment(l.fs, l.dir, l.head.Load(), true)
+	if err != nil {
+		return nil, err
+	}
+	s.idx.inMemory = true
+	s.next.Store(s.base)
+	s.sinceIndex, s.sinceTime = l.o.IndexInterval, l.o.IndexInterval
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		s.release()
+		return nil, fmt.Errorf("sync directory: %w", err)
+	}
+	segs := append(slices.Clone(l.segments()), s)
+	l.segs.Store(&segs)
+	l.o.Logger.Debug("rolled segment", "dir", l.dir, "base", s.base)
+	return s, nil
+}
+
+// durable waits until the records below end meet durability d.
+func (l *Log) durable(d Durability, end int64) error {
+	if d == DefaultDurability {
+		d = l.o.Durability
+	}
+	if d != Fsync {
+		return nil
+	}
+	return l.waitSynced(end)
+}
+
+// syncer is the group commit: one fsync at a time, and every appender
+// whose records it covered returns when it completes.
+type syncer struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	synced  int64      // offsets below this are fsync'd
+	point   checkpoint // where the last fsync got to
+	written checkpoint // what CHECKPOINT says
+	running bool
+	err     error
+}
+
+// waitSynced returns once every offset below target is fsync'd. The first
+// waiter to find no fsync running starts one that covers everything
+// written so far; the others wait for it.
+func (l *Log) waitSynced(target int64) error {
+	s := &l.sync
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.synced < target {
+		if s.err != nil {
+			return s.err
+		}
+		if s.running {
+			s.cond.Wait()
+			continue
+		}
+		s.running = true
+		s.mu.Unlock()
+		upto, point, err := l.syncActive()
+		s.mu.Lock()
+		s.running = false
+		if err != nil {
+			s.err = err
+		} else if upto > s.synced {
+			s.synced, s.point = upto, point
+		}
+		s.cond.Broadcast()
+	}
+	return nil
+}
+
+// syncActive fsyncs the active segment and returns the offset and the
+// position it covers. Reading the head before the segment list matters: a
+// roll in between has already fsync'd the old segment. The size is read
+// before the fsync, so it covers only bytes already written.
+func (l *Log) syncActive() (int64, checkpoint, error) {
+	if err := l.Err(); err != nil {
+		return 0, checkpoint{}, err
+	}
+	upto := l.head.Load()
+	s := l.active()
+	if !s.acquire() {
+		return 0, checkpoint{}, ErrClosed
+	}
+	defer s.release()
+	point := checkpoint{base: s.base, pos: s.size.Load()}
+	if err := s.log.Sync(); err != nil {
+		return 0, checkpoint{}, l.fail(fmt.Errorf("sync %s: %w", s.path, err))
+	}
+	return upto, point, nil
+}
+
+// checkpointNow records in CHECKPOINT how far the active segment is
+// fsync'd, if that moved. Recovery treats damage before that point as
+// corruption rather than a torn write.
+func (l *Log) checkpointNow() error {
+	l.sync.mu.Lock()
+	point, written := l.sync.point, l.sync.written
+	l.sync.mu.Unlock()
+	if point == written {
+		return nil
+	}
+	if err := writeCheckpoint(l.fs, l.dir, point); err != nil {
+		return err
+	}
+	l.sync.mu.Lock()
+	l.sync.written = point
+	l.sync.mu.Unlock()
+	return nil
+}
+
+// Sync fsyncs everything appended so far.
+func (l *Log) Sync() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.waitSynced(l.head.Load())
+}
+
+// syncNow is the interval fsync; errors are sticky and logged.
+func (l *Log) syncNow() {
+	if err := l.waitSynced(l.head.Load()); err != nil && !errors.Is(err, ErrClosed) {
+		l.o.Logger.Error("interval fsync", "dir", l.dir, "err", err)
+	}
+}
+
+// notifier wakes readers waiting for new records. Appenders close the
+// current channel only when a reader took it, so an append with nobody
+// waiting costs one atomic-free check under the lock.
+type notifier struct {
+	mu    sync.Mutex
+	ch    chan struct{}
+	taken bool
+}
+
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	n.taken = true
+	return n.ch
+}
+
+func (n *notifier) broadcast() {
+	n.mu.Lock()
+	if n.taken {
+		close(n.ch)
+		n.ch, n.taken = nil, false
+	}
+	n.mu.Unlock()
+}
+
+var _ = filepath.Join

@@ -1,0 +1,64 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrCorrupt reports stored bytes that fail their checks. Errors that
+	// match it are *CorruptError values naming the file and position.
+	ErrCorrupt = errors.New("storage: corrupt data")
+	// ErrRecordTooLarge reports a record over Options.MaxRecordBytes.
+	ErrRecordTooLarge = errors.New("storage: record too large")
+	// ErrBatchTooLarge reports a batch over Options.MaxBatchBytes.
+	ErrBatchTooLarge = errors.New("storage: batch too large")
+	// ErrInvalidBatch reports a batch given to AppendBatch that does not
+	// validate (bad CRC, lying length, inconsistent offsets, …).
+	ErrInvalidBatch = errors.New("storage: invalid batch")
+	// ErrOutOfRange reports an offset outside [log start, head]. Errors
+	// that match it are *OutOfRangeError values.
+	ErrOutOfRange = errors.New("storage: offset out of range")
+	// ErrClosed reports use of a closed log.
+	ErrClosed = errors.New("storage: log closed")
+	// ErrNotPartition reports a directory that is not a passbook partition.
+	ErrNotPartition = errors.New("storage: not a passbook partition")
+	// ErrFormatVersion reports a partition written by an unknown version.
+	ErrFormatVersion = errors.New("storage: unknown format version")
+	// ErrEmpty reports an append of no records.
+	ErrEmpty = errors.New("storage: no records")
+)
+
+// CorruptError describes corruption found at a position in a file.
+type CorruptError struct {
+	File string // path of the damaged file
+	Pos  int64  // byte position of the damaged batch or entry
+	Err  error  // what was wrong
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("storage: corrupt data in %s at byte %d: %v", e.File, e.Pos, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// OutOfRangeError reports a read outside the records the log holds.
+type OutOfRangeError struct {
+	Offset int64 // the offset asked for
+	Start  int64 // the log start offset: the earliest kept
+	Head   int64 // the next offset to be assigned
+}
+
+func (e *OutOfRangeError) Error() string {
+	if e.Offset < e.Start {
+		return fmt.Sprintf("storage: offset %d is below the log start %d (%d records deleted by retention)", e.Offset, e.Start, e.Start-e.Offset)
+	}
+	return fmt.Sprintf("storage: offset %d is out of range [%d, %d]", e.Offset, e.Start, e.Head)
+}
+
+// Is makes errors.Is(err, ErrOutOfRange) true.
+func (e *OutOfRangeError) Is(target error) bool { return target == ErrOutOfRange }

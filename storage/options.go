@@ -1,0 +1,159 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/passbook-log/passbook/vfs"
+)
+
+// Durability says what a returned append promises.
+type Durability int8
+
+const (
+	// DefaultDurability means the log's Options.Durability.
+	DefaultDurability Durability = iota
+	// InOS returns once the batch is written to the operating system: it
+	// survives the process being killed, not a power loss.
+	InOS
+	// Fsync returns once the batch is fsync'd: it survives power loss.
+	// Concurrent appenders share one fsync (group commit).
+	Fsync
+	// Interval returns like InOS; a background fsync runs every
+	// Options.SyncInterval, so a power loss loses at most that window.
+	Interval
+)
+
+func (d Durability) String() string {
+	switch d {
+	case DefaultDurability:
+		return "default"
+	case InOS:
+		return "os"
+	case Fsync:
+		return "fsync"
+	case Interval:
+		return "interval"
+	}
+	return fmt.Sprintf("durability(%d)", int8(d))
+}
+
+// ParseDurability parses "os", "fsync" or "interval".
+func ParseDurability(s string) (Durability, error) {
+	for d := InOS; d <= Interval; d++ {
+		if d.String() == s {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("storage: unknown durability %q (want os, fsync or interval)", s)
+}
+
+// Options configure a Log. The zero value is valid: every zero field takes
+// the default named in its comment.
+type Options struct {
+	FS vfs.FS // default: the OS file system
+
+	SegmentBytes  int64         // roll the active segment at this size; default 128 MiB, max 2 GiB
+	SegmentAge    time.Duration // roll a segment this old (by its first record); default 7 days
+	IndexInterval int           // bytes between sparse index entries; default 4 KiB
+
+	MaxRecordBytes int // key + value + headers of one record; default 1 MiB
+	MaxBatchBytes  int // one stored batch; default 16 MiB (and ≥ MaxRecordBytes + overhead)
+
+	Durability   Durability    // default InOS
+	SyncInterval time.Duration // for Interval durability; default 1 s
+
+	RetentionBytes int64         // delete old segments past this total size; 0 = no limit
+	RetentionAge   time.Duration // delete segments whose newest record is older; 0 = no limit
+
+	Now    func() time.Time // the clock; default time.Now
+	Logger *slog.Logger     // default: discard
+}
+
+// Validate reports what is wrong with o, if anything.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.SegmentBytes < 0 || o.SegmentBytes > maxSegmentBytes {
+		errs = append(errs, fmt.Errorf("segment bytes %d not in [0, %d]", o.SegmentBytes, int64(maxSegmentBytes)))
+	}
+	if o.SegmentAge < 0 {
+		errs = append(errs, fmt.Errorf("segment age %v is negative", o.SegmentAge))
+	}
+	if o.IndexInterval < 0 {
+		errs = append(errs, fmt.Errorf("index interval %d is negative", o.IndexInterval))
+	}
+	if o.MaxRecordBytes < 0 || o.MaxBatchBytes < 0 {
+		errs = append(errs, errors.New("record and batch limits must not be negative"))
+	}
+	if o.MaxBatchBytes > maxSegmentBytes/2 {
+		errs = append(errs, fmt.Errorf("max batch bytes %d over %d", o.MaxBatchBytes, maxSegmentBytes/2))
+	}
+	if o.Durability < DefaultDurability || o.Durability > Interval {
+		errs = append(errs, fmt.Errorf("unknown durability %d", o.Durability))
+	}
+	if o.SyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("sync interval %v is negative", o.SyncInterval))
+	}
+	if o.RetentionBytes < 0 || o.RetentionAge < 0 {
+		errs = append(errs, errors.New("retention limits must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("storage: invalid options: %w", err)
+	}
+	return nil
+}
+
+const (
+	maxSegmentBytes = 2 << 30 // positions are uint32 in the index; stay well clear
+
+	defaultSegmentBytes   = 128 << 20
+	defaultSegmentAge     = 7 * 24 * time.Hour
+	defaultIndexInterval  = 4 << 10
+	defaultMaxRecordBytes = 1 << 20
+	defaultMaxBatchBytes  = 16 << 20
+	defaultSyncInterval   = time.Second
+)
+
+// withDefaults returns a copy of o (which may be nil) with defaults filled in.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.FS == nil {
+		c.FS = vfs.OS()
+	}
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = defaultSegmentBytes
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = defaultSegmentAge
+	}
+	if c.IndexInterval == 0 {
+		c.IndexInterval = defaultIndexInterval
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = defaultMaxRecordBytes
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = defaultMaxBatchBytes
+	}
+	if c.MaxBatchBytes < c.MaxRecordBytes+1024 {
+		c.MaxBatchBytes = c.MaxRecordBytes + 1024
+	}
+	if c.Durability == DefaultDurability {
+		c.Durability = InOS
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = defaultSyncInterval
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

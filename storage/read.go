@@ -1,0 +1,268 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"sort"
+	"time"
+
+	"github.com/passbook-log/passbook/batch"
+)
+
+// Reader reads records in offset order from a starting offset. It never
+// sees a half-written batch, and checks every batch's CRC before handing
+// out its records. A Reader is for one goroutine; open as many as needed.
+// Close it to release the segment it holds.
+type Reader struct {
+	l    *Log
+	next int64 // next offset to return
+	seg  *segment
+	br   batchReader
+	cur  batch.Cursor
+	in   bool  // cur holds a batch with records left
+	err  error // sticky
+}
+
+// NewReader returns a Reader positioned at offset from. An offset outside
+// [StartOffset, Head] is reported by the first call to Next.
+func (l *Log) NewReader(from int64) *Reader {
+	return &Reader{l: l, next: from}
+}
+
+// Offset is the offset of the record the next call to Next returns.
+func (r *Reader) Offset() int64 { return r.next }
+
+// Close releases the reader's resources.
+func (r *Reader) Close() {
+	if r.seg != nil {
+		r.seg.release()
+		r.seg = nil
+	}
+	r.in = false
+}
+
+// TryNext returns the next record without waiting. ok is false when the
+// reader has reached the head. The record's byte slices are valid until
+// the next call.
+func (r *Reader) TryNext() (rec batch.Record, ok bool, err error) {
+	if r.err != nil {
+		return rec, false, r.err
+	}
+	for {
+		if r.in {
+			for {
+				rec, ok := r.cur.Next()
+				if !ok {
+					break
+				}
+				if rec.Offset >= r.next { // a batch may start before the reader's offset
+					r.next = rec.Offset + 1
+					return rec, true, nil
+				}
+			}
+			r.in = false
+			if err := r.cur.Err(); err != nil {
+				return rec, false, r.fail(r.seg.corrupt(r.br.pos, err))
+			}
+		}
+		more, err := r.nextBatch()
+		if err != nil {
+			return rec, false, r.fail(err)
+		}
+		if !more {
+			return rec, false, nil
+		}
+	}
+}
+
+func (r *Reader) fail(err error) error {
+	if !errors.Is(err, ErrOutOfRange) { // out of range may resolve itself
+		r.err = err
+	}
+	return err
+}
+
+// Next returns the next record, waiting for one to be appended when the
+// reader is at the head, until ctx is done or the log is closed.
+func (r *Reader) Next(ctx context.Context) (batch.Record, error) {
+	for {
+		rec, ok, err := r.TryNext()
+		if ok || err != nil {
+			return rec, err
+		}
+		if err := r.l.Wait(ctx, r.next); err != nil {
+			return rec, err
+		}
+	}
+}
+
+// nextBatch loads the next batch holding r.next into the cursor. It
+// returns false at the head.
+func (r *Reader) nextBatch() (bool, error) {
+	for {
+		if r.seg == nil {
+			found, err := r.seek()
+			if err != nil || !found {
+				return false, err
+			}
+		}
+		pos, b, h, err := r.br.next()
+		if err == io.EOF {
+			// Refresh the limit: the active segment may have grown.
+			if limit := r.seg.size.Load(); limit > r.br.limit {
+				r.br.limit = limit
+				continue
+			}
+			if r.next < r.seg.next.Load() {
+				return false, r.seg.corrupt(pos, fmt.Errorf("segment ends before offset %d", r.seg.next.Load()))
+			}
+			segs := r.l.segments()
+			if segs[len(segs)-1] == r.seg {
+				return false, nil // at the head
+			}
+			r.seg.release()
+			r.seg = nil
+			continue
+		}
+		if err == nil {
+			_, err = batch.Check(b)
+		}
+		if err != nil {
+			return false, r.seg.corrupt(pos, err)
+		}
+		if h.NextOffset() <= r.next {
+			continue
+		}
+		if err := r.cur.Reset(b); err != nil {
+			return false, r.seg.corrupt(pos, err)
+		}
+		r.in = true
+		return true, nil
+	}
+}
+
+// seek finds and acquires the segment holding r.next and positions the
+// batch reader at or before it. It returns false when r.next is the head.
+func (r *Reader) seek() (bool, error) {
+	for {
+		segs := r.l.segments()
+		start, head := r.l.start.Load(), r.l.head.Load()
+		if r.next < start || r.next > head {
+			return false, &OutOfRangeError{Offset: r.next, Start: start, Head: head}
+		}
+		i := sort.Search(len(segs), func(i int) bool { return segs[i].base > r.next }) - 1
+		if i < 0 {
+			return false, &OutOfRangeError{Offset: r.next, Start: start, Head: head}
+		}
+		s := segs[i]
+		if !s.acquire() {
+			if r.l.closed.Load() {
+				return false, ErrClosed
+			}
+			continue // deleted by retention meanwhile: look again
+		}
+		pos, err := s.idx.lookup(uint32(r.next - s.base))
+		if err != nil {
+			s.release()
+			return false, fmt.Errorf("%s: %w", s.path, err)
+		}
+		r.seg = s
+		r.br.reset(s.log, int64(pos), s.size.Load())
+		return true, nil
+	}
+}
+
+// Wait blocks until the log holds a record at offset (head > offset), ctx
+// is done, or the log is closed.
+func (l *Log) Wait(ctx context.Context, offset int64) error {
+	for {
+		ch := l.notify.wait()
+		if l.head.Load() > offset {
+			return nil
+		}
+		if l.closed.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Records iterates over the records from offset from up to the head, then
+// stops. Records' byte slices are valid until the iteration moves on
+// (batch.Record.Clone keeps one). An error is yielded once, last.
+func (l *Log) Records(from int64) iter.Seq2[batch.Record, error] {
+	return func(yield func(batch.Record, error) bool) {
+		r := l.NewReader(from)
+		defer r.Close()
+		for {
+			rec, ok, err := r.TryNext()
+			if err != nil {
+				yield(rec, err)
+				return
+			}
+			if !ok || !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Follow iterates over the records from offset from, waiting at the head
+// for new ones, until ctx is done (it then yields ctx.Err()) or the log
+// is closed (ErrClosed).
+func (l *Log) Follow(ctx context.Context, from int64) iter.Seq2[batch.Record, error] {
+	return func(yield func(batch.Record, error) bool) {
+		r := l.NewReader(from)
+		defer r.Close()
+		for {
+			rec, err := r.Next(ctx)
+			if !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// OffsetForTime returns the offset of the first record whose timestamp is
+// at or after t, or the head when there is none.
+func (l *Log) OffsetForTime(t time.Time) (int64, error) {
+	ms := t.UnixMilli()
+	for _, s := range l.segments() {
+		if s.maxMs.Load() < ms || !s.acquire() {
+			continue
+		}
+		off, found, err := l.offsetForTimeIn(s, ms)
+		s.release()
+		if err != nil || found {
+			return off, err
+		}
+	}
+	return l.head.Load(), nil
+}
+
+func (l *Log) offsetForTimeIn(s *segment, ms int64) (int64, bool, error) {
+	rel, _, err := s.idx.lookupTime(ms)
+	if err != nil {
+		return 0, false, err
+	}
+	from := max(s.base+int64(rel), l.start.Load())
+	for rec, err := range l.Records(from) {
+		if err != nil {
+			return 0, false, err
+		}
+		if rec.Offset >= s.next.Load() && s != l.active() {
+			break
+		}
+		if rec.Timestamp.UnixMilli() >= ms {
+			return rec.Offset, true, nil
+		}
+	}
+	return 0, false, nil
+}

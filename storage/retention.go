@@ -1,0 +1,57 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+)
+
+// Retain deletes whole closed segments that retention no longer keeps —
+// by age (the segment's newest record older than Options.RetentionAge) or
+// by size (the total over Options.RetentionBytes) — oldest first, never
+// the active segment, and moves the log start offset. It returns the
+// number of segments deleted. Retention also runs in the background.
+func (l *Log) Retain() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	segs := l.segments()
+	total := int64(0)
+	for _, s := range segs {
+		total += s.size.Load()
+	}
+	nowMs := l.o.Now().UnixMilli()
+	n := 0
+	for n < len(segs)-1 {
+		s := segs[n]
+		byAge := l.o.RetentionAge > 0 && s.maxMs.Load() >= 0 && nowMs-s.maxMs.Load() > l.o.RetentionAge.Milliseconds()
+		bySize := l.o.RetentionBytes > 0 && total-s.size.Load() >= l.o.RetentionBytes
+		if !byAge && !bySize {
+			break
+		}
+		total -= s.size.Load()
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	kept := slices.Clone(segs[n:])
+	l.segs.Store(&kept)
+	l.start.Store(kept[0].base)
+	for _, s := range segs[:n] {
+		s.release()
+		for _, ext := range []string{".log", ".index", ".timeindex"} {
+			name := filepath.Join(l.dir, segmentName(s.base, ext))
+			if err := l.fs.Remove(name); err != nil {
+				return n, fmt.Errorf("storage: retention: remove %s: %w", name, err)
+			}
+		}
+		l.o.Logger.Info("retention deleted segment", "dir", l.dir, "base", s.base, "next", s.next.Load())
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return n, fmt.Errorf("storage: retention: sync directory: %w", err)
+	}
+	return n, nil
+}
