@@ -17,8 +17,10 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"os"
 )
 
 // FS is the file-system interface used by the storage engine.
@@ -38,9 +40,10 @@ type FS interface {
 	// SyncDir makes creations, renames and removals in dir durable.
 	SyncDir(dir string) error
 	// Lock takes an exclusive lock on the file name, creating it, and
-	// records the caller's pid in it. It fails with an error wrapping
-	// ErrLocked, naming the holder's pid, when another process (or another
-	// opener in this process) holds it. Close releases the lock.
+	// records the caller's pid in it. It fails with a *LockedError, which
+	// matches ErrLocked under errors.Is and names the holder's pid, when
+	// another process (or another opener in this process) holds it.
+	// Close releases the lock; closing twice is harmless.
 	Lock(name string) (io.Closer, error)
 }
 
@@ -66,3 +69,28 @@ var (
 	// ErrInjected is the error Faulty returns for an injected fault.
 	ErrInjected = errors.New("vfs: injected fault")
 )
+
+// LockedError is the error FS.Lock returns when the lock is held. It
+// matches ErrLocked under errors.Is.
+type LockedError struct {
+	// Name is the lock file.
+	Name string
+	// PID is the holder's process id as recorded in the lock file, or 0
+	// when the file did not hold one (the holder may not have written it
+	// yet).
+	PID int
+}
+
+func (e *LockedError) Error() string {
+	switch {
+	case e.PID == os.Getpid():
+		return fmt.Sprintf("vfs: %s is locked by this process (pid %d)", e.Name, e.PID)
+	case e.PID > 0:
+		return fmt.Sprintf("vfs: %s is locked by process %d", e.Name, e.PID)
+	default:
+		return fmt.Sprintf("vfs: %s is locked by another process (pid unknown)", e.Name)
+	}
+}
+
+// Unwrap returns ErrLocked.
+func (e *LockedError) Unwrap() error { return ErrLocked }
