@@ -1,0 +1,426 @@
+package consumer
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
+)
+
+// Source is a topic as a consumer sees it; *passbook.Topic is one.
+type Source interface {
+	Name() string
+	Partitions() int
+	Partition(p int32) (*storage.Log, error)
+}
+
+// Message is a record and the partition it came from. Its byte slices
+// are valid only during the handler call (Record.Clone keeps them).
+type Message struct {
+	Partition int32
+	batch.Record
+}
+
+// Handler handles one message. Returning Stop ends the run after the
+// message counts as handled; any other error ends it with that error,
+// the message not handled.
+type Handler func(ctx context.Context, m Message) error
+
+// TxHandler handles one message inside tx, a transaction on the offset
+// store's database that also commits the consumer's offset.
+type TxHandler func(ctx context.Context, tx *sql.Tx, m Message) error
+
+// Stop is returned by a handler to end a run cleanly.
+var Stop = errors.New("consumer: stop")
+
+// Consumer is a named reader of a topic that keeps its own committed
+// offsets. It is for one goroutine: one Run at a time.
+type Consumer struct {
+	o     Options
+	src   Source
+	store *offsets.SQLite
+	parts []*part
+
+	mu    sync.Mutex // guards lease
+	lease offsets.Lease
+
+	stopRenew chan struct{}
+	lost      chan struct{} // closed when the lease is lost
+	lostErr   error
+	closed    bool
+}
+
+type part struct {
+	p       int32
+	log     *storage.Log
+	reader  *storage.Reader
+	next    int64 // next offset to read
+	pending int64 // handled but not committed, for CommitEvery; −1 none
+}
+
+// New opens a consumer: it takes the name's lease on the topic, reads the
+// committed offsets and positions a reader on each partition.
+func New(ctx context.Context, src Source, store *offsets.SQLite, opts Options) (*Consumer, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer{o: o, src: src, store: store, stopRenew: make(chan struct{}), lost: make(chan struct{})}
+	c.lease, err = store.Acquire(ctx, o.Name, src.Name(), o.Holder, o.LeaseTTL)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s on %s: %w", o.Name, src.Name(), err)
+	}
+	parts := o.Partitions
+	if parts == nil {
+		for p := range src.Partitions() {
+			parts = append(parts, int32(p))
+		}
+	}
+	for _, p := range parts {
+		l, err := src.Partition(p)
+		if err != nil {
+			c.release()
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		next, err := c.position(ctx, p, l)
+		if err != nil {
+			c.release()
+			return nil, err
+		}
+		c.parts = append(c.parts, &part{p: p, log: l, reader: l.NewReader(next), next: next, pending: -1})
+	}
+	go c.renew()
+	return c, nil
+}
+
+// position finds where partition p starts: the committed offset, or the
+// Start option; and applies the gap policy.
+func (c *Consumer) position(ctx context.Context, p int32, l *storage.Log) (int64, error) {
+	key := offsets.Key{Consumer: c.o.Name, Topic: c.src.Name(), Partition: p}
+	next, err := c.store.Committed(ctx, key)
+	if errors.Is(err, offsets.ErrNotFound) {
+		return startOffset(c.o.Start, l)
+	}
+	if err != nil {
+		return 0, err
+	}
+	start, head := l.StartOffset(), l.Head()
+	if next > head {
+		return 0, fmt.Errorf("consumer %s on %s/%d: committed offset %d is past the head %d: %w",
+			c.o.Name, c.src.Name(), p, next, head, &storage.OutOfRangeError{Offset: next, Start: start, Head: head})
+	}
+	if next >= start {
+		return next, nil
+	}
+	gap := &GapError{Consumer: c.o.Name, Topic: c.src.Name(), Partition: p, Committed: next, Start: start}
+	switch c.o.OnGap {
+	case GapResetEarliest:
+		c.o.Logger.Warn("records deleted before they were read; resetting to earliest", "err", gap, "missed", gap.Missed())
+		return start, nil
+	case GapResetLatest:
+		c.o.Logger.Warn("records deleted before they were read; resetting to latest", "err", gap, "missed", head-next)
+		return head, nil
+	}
+	return 0, gap
+}
+
+func startOffset(s Start, l *storage.Log) (int64, error) {
+	switch s.kind {
+	case startLatest:
+		return l.Head(), nil
+	case startAtOffset:
+		if s.offset < l.StartOffset() || s.offset > l.Head() {
+			return 0, &storage.OutOfRangeError{Offset: s.offset, Start: l.StartOffset(), Head: l.Head()}
+		}
+		return s.offset, nil
+	case startTime:
+		return l.OffsetForTime(s.time)
+	}
+	return l.StartOffset(), nil
+}
+
+// Positions returns the next offset the consumer will read, per partition.
+func (c *Consumer) Positions() map[int32]int64 {
+	m := make(map[int32]int64, len(c.parts))
+	for _, pt := range c.parts {
+		m[pt.p] = pt.next
+	}
+	return m
+}
+
+// Run handles records as they come, following the head, until ctx is
+// done (it returns ctx.Err() then), the handler returns Stop (nil) or an
+// error (that error), or the lease is lost.
+func (c *Consumer) Run(ctx context.Context, h Handler) error {
+	return c.run(ctx, h, true)
+}
+
+// Drain is Run that stops, returning nil, once it has reached the heads
+// the partitions had when it started... or later ones it finds on the way.
+func (c *Consumer) Drain(ctx context.Context, h Handler) error {
+	return c.run(ctx, h, false)
+}
+
+func (c *Consumer) run(ctx context.Context, h Handler, follow bool) (err error) {
+	if c.closed {
+		return ErrClosed
+	}
+	defer func() {
+		if cerr := c.commitPending(context.WithoutCancel(ctx)); err == nil || errors.Is(err, Stop) {
+			err = cerr
+		}
+		if errors.Is(err, Stop) {
+			err = nil
+		}
+	}()
+	lastCommit := time.Now()
+	n := 0
+	for {
+		progressed := false
+		for _, pt := range c.parts {
+			// A burst per partition keeps them fair without a syscall
+			// or a channel per record.
+			for range 4096 {
+				rec, ok, err := pt.reader.TryNext()
+				if err != nil {
+					return fmt.Errorf("consumer %s on %s/%d: %w", c.o.Name, c.src.Name(), pt.p, err)
+				}
+				if !ok {
+					break
+				}
+				progressed = true
+				if err := c.handle(ctx, h, pt, rec); err != nil {
+					return err
+				}
+				if c.o.Commit == CommitEvery {
+					n++
+					if (c.o.EveryN > 0 && n >= c.o.EveryN) || (c.o.EveryD > 0 && n&255 == 0 && time.Since(lastCommit) >= c.o.EveryD) {
+						if err := c.commitPending(ctx); err != nil {
+							return err
+						}
+						n, lastCommit = 0, time.Now()
+					}
+				}
+			}
+		}
+		if progressed {
+			continue
+		}
+		if !follow {
+			return nil
+		}
+		if c.o.Commit == CommitEvery && n > 0 {
+			if err := c.commitPending(ctx); err != nil { // idle: nothing to batch with
+				return err
+			}
+			n, lastCommit = 0, time.Now()
+		}
+		if err := c.Wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Consumer) handle(ctx context.Context, h Handler, pt *part, rec batch.Record) error {
+	m := Message{Partition: pt.p, Record: rec}
+	next := rec.Offset + 1
+	switch c.o.Commit {
+	case CommitBefore:
+		if err := c.commit(ctx, pt.p, next); err != nil {
+			return err
+		}
+		pt.next = next
+		if err := h(ctx, m); err != nil {
+			return err
+		}
+	case CommitAfter:
+		if err := h(ctx, m); err != nil && !errors.Is(err, Stop) {
+			return err
+		} else if err != nil {
+			pt.next = next
+			if cerr := c.commit(ctx, pt.p, next); cerr != nil {
+				return cerr
+			}
+			return err
+		}
+		pt.next = next
+		return c.commit(ctx, pt.p, next)
+	default: // CommitEvery, CommitNone
+		err := h(ctx, m)
+		if err != nil && !errors.Is(err, Stop) {
+			return err
+		}
+		pt.next = next
+		if c.o.Commit == CommitEvery {
+			pt.pending = next
+		}
+		return err
+	}
+	return nil
+}
+
+// RunTx is Run for the transactional mode: each record is handled inside
+// a transaction on the offset store's database that also commits the
+// offset, so the handler's writes and the commit succeed or fail
+// together. With follow false it stops at the head.
+func (c *Consumer) RunTx(ctx context.Context, follow bool, h TxHandler) error {
+	db := c.store.DB()
+	return c.run(ctx, func(ctx context.Context, m Message) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		herr := h(ctx, tx, m)
+		if herr != nil && !errors.Is(herr, Stop) {
+			return herr
+		}
+		key := offsets.Key{Consumer: c.o.Name, Topic: c.src.Name(), Partition: m.Partition}
+		if err := c.store.CommitTx(ctx, tx, key, m.Offset+1); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		return herr
+	}, follow)
+}
+
+func (c *Consumer) commit(ctx context.Context, p int32, next int64) error {
+	c.mu.Lock()
+	lease := c.lease
+	c.mu.Unlock()
+	key := offsets.Key{Consumer: c.o.Name, Topic: c.src.Name(), Partition: p}
+	if err := c.store.CommitFenced(ctx, lease, key, next); err != nil {
+		return fmt.Errorf("consumer %s: %w", c.o.Name, err)
+	}
+	return nil
+}
+
+// Commit commits the consumer's current positions (what it has handled)
+// now, whatever the mode. CommitEvery calls it for you.
+func (c *Consumer) Commit(ctx context.Context) error {
+	for _, pt := range c.parts {
+		if err := c.commit(ctx, pt.p, pt.next); err != nil {
+			return err
+		}
+		pt.pending = -1
+	}
+	return nil
+}
+
+func (c *Consumer) commitPending(ctx context.Context) error {
+	for _, pt := range c.parts {
+		if pt.pending >= 0 {
+			if err := c.commit(ctx, pt.p, pt.pending); err != nil {
+				return err
+			}
+			pt.pending = -1
+		}
+	}
+	return nil
+}
+
+// Wait blocks until any partition has a record past the consumer's
+// position, ctx is done, or the lease is lost.
+func (c *Consumer) Wait(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if len(c.parts) == 1 {
+		go func() {
+			select {
+			case <-c.lost:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := c.parts[0].log.Wait(ctx, c.parts[0].reader.Offset())
+		return c.waitErr(err)
+	}
+	woke := make(chan error, len(c.parts)+1)
+	for _, pt := range c.parts {
+		go func() { woke <- pt.log.Wait(ctx, pt.reader.Offset()) }()
+	}
+	select {
+	case err := <-woke:
+		return c.waitErr(err)
+	case <-c.lost:
+		return c.lostErr
+	}
+}
+
+func (c *Consumer) waitErr(err error) error {
+	select {
+	case <-c.lost:
+		return c.lostErr
+	default:
+	}
+	return err
+}
+
+// renew keeps the lease alive at a third of its TTL.
+func (c *Consumer) renew() {
+	t := time.NewTicker(c.o.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopRenew:
+			return
+		case <-t.C:
+			c.mu.Lock()
+			l, err := c.store.Renew(context.Background(), c.lease)
+			if err == nil {
+				c.lease = l
+			}
+			c.mu.Unlock()
+			if err != nil {
+				c.lostErr = fmt.Errorf("consumer %s on %s: lost its lease: %w", c.o.Name, c.src.Name(), err)
+				c.o.Logger.Error("lease lost", "err", c.lostErr)
+				close(c.lost)
+				return
+			}
+		}
+	}
+}
+
+// Close commits what CommitEvery has pending, releases the name's lease
+// and closes the readers.
+func (c *Consumer) Close() error {
+	if c.closed {
+		return ErrClosed
+	}
+	c.closed = true
+	err := c.commitPending(context.Background())
+	c.release()
+	return err
+}
+
+// Abandon drops the consumer as a crash would: nothing pending is
+// committed and the lease is left to expire... except that, in-process,
+// it is released so a successor can take over at once. Tests and the lab
+// use it to simulate a crash.
+func (c *Consumer) Abandon() {
+	c.closed = true
+	c.release()
+}
+
+func (c *Consumer) release() {
+	select {
+	case <-c.stopRenew:
+	default:
+		close(c.stopRenew)
+	}
+	for _, pt := range c.parts {
+		pt.reader.Close()
+	}
+	c.mu.Lock()
+	lease := c.lease
+	c.mu.Unlock()
+	c.store.Release(context.Background(), lease)
+}

@@ -1,0 +1,84 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/passbook-log/passbook/offsets"
+)
+
+// PartitionLag is one consumer's standing on one partition.
+type PartitionLag struct {
+	Consumer  string `json:"consumer"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"` // next offset to read; −1 when nothing is committed
+	Start     int64  `json:"start"`     // log start offset
+	Head      int64  `json:"head"`
+	Lag       int64  `json:"lag"`    // head − committed (head − start when nothing is committed)
+	Missed    int64  `json:"missed"` // records deleted by retention before this consumer read them
+}
+
+// Lag reports consumer's lag on every partition of src. A partition with
+// nothing committed counts everything kept as lag.
+func Lag(ctx context.Context, store offsets.Store, src Source, consumer string) ([]PartitionLag, error) {
+	var out []PartitionLag
+	for p := range src.Partitions() {
+		l, err := src.Partition(int32(p))
+		if err != nil {
+			return nil, err
+		}
+		pl := PartitionLag{Consumer: consumer, Topic: src.Name(), Partition: int32(p), Committed: -1, Start: l.StartOffset(), Head: l.Head()}
+		c, err := store.Committed(ctx, offsets.Key{Consumer: consumer, Topic: src.Name(), Partition: int32(p)})
+		switch {
+		case errors.Is(err, offsets.ErrNotFound):
+			pl.Lag = pl.Head - pl.Start
+		case err != nil:
+			return nil, err
+		default:
+			pl.Committed = c
+			pl.Lag = pl.Head - max(c, pl.Start)
+			pl.Missed = max(0, pl.Start-c)
+		}
+		out = append(out, pl)
+	}
+	return out, nil
+}
+
+// Seek moves consumer's committed offsets on src (all partitions, or the
+// given ones) to the position to: earliest for a replay of everything,
+// latest to skip, an offset, or a time. It refuses while the consumer runs
+// elsewhere (its lease is held). It returns the new offsets.
+func Seek(ctx context.Context, store *offsets.SQLite, src Source, consumer string, to Start, partitions []int32) (map[int32]int64, error) {
+	if consumer == "" {
+		return nil, fmt.Errorf("%w: a consumer needs a name", ErrInvalid)
+	}
+	lease, err := store.Acquire(ctx, consumer, src.Name(), "seek", 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s on %s: cannot move its offsets while it runs: %w", consumer, src.Name(), err)
+	}
+	defer store.Release(context.WithoutCancel(ctx), lease)
+	if partitions == nil {
+		for p := range src.Partitions() {
+			partitions = append(partitions, int32(p))
+		}
+	}
+	moved := map[int32]int64{}
+	for _, p := range partitions {
+		l, err := src.Partition(p)
+		if err != nil {
+			return moved, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		off, err := startOffset(to, l)
+		if err != nil {
+			return moved, err
+		}
+		if err := store.CommitFenced(ctx, lease, offsets.Key{Consumer: consumer, Topic: src.Name(), Partition: p}, off); err != nil {
+			return moved, err
+		}
+		moved[p] = off
+	}
+	return moved, nil
+}

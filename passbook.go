@@ -1,0 +1,382 @@
+package passbook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
+	"github.com/passbook-log/passbook/vfs"
+)
+
+// Options configure a DB. A nil or zero Options is valid.
+type Options struct {
+	// Durability is the default for topics that do not set their own
+	// (default storage.InOS: an append survives the process being killed).
+	Durability storage.Durability
+	// Offsets configures the offset store (default: synchronous NORMAL,
+	// a commit survives the process being killed).
+	Offsets offsets.Options
+	// Topic is the configuration AutoCreate and CreateTopic start from.
+	Topic TopicConfig
+	// FS is the file system for the logs (default the OS; tests use
+	// vfs.NewMem). The offset store always uses the OS.
+	FS     vfs.FS
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// DB is an open data directory: topics and the offset store.
+type DB struct {
+	dir     string
+	o       Options
+	fs      vfs.FS
+	lock    io.Closer
+	offsets *offsets.SQLite
+
+	mu     sync.RWMutex
+	topics map[string]*Topic
+	closed bool
+}
+
+// Open opens (creating if needed) the data directory dir. One process at a
+// time may have it open: a second gets an error naming the holder's pid.
+func Open(dir string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.FS == nil {
+		o.FS = vfs.OS()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Durability == storage.DefaultDurability {
+		o.Durability = storage.InOS
+	}
+	if err := o.Topic.validate(); err != nil {
+		return nil, err
+	}
+	db := &DB{dir: dir, o: o, fs: o.FS, topics: map[string]*Topic{}}
+	if err := db.fs.MkdirAll(filepath.Join(dir, "topics"), 0o755); err != nil {
+		return nil, fmt.Errorf("passbook: create %s: %w", dir, err)
+	}
+	lock, err := db.fs.Lock(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		var le *vfs.LockedError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("passbook: data directory %s is in use by process %d; stop it, or reach it through its server (passbook serve) instead: %w", dir, le.PID, err)
+		}
+		return nil, fmt.Errorf("passbook: open %s: %w", dir, err)
+	}
+	db.lock = lock
+	oo := o.Offsets
+	if oo.Now == nil {
+		oo.Now = o.Now
+	}
+	if db.offsets, err = offsets.Open(filepath.Join(dir, "offsets.db"), &oo); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("passbook: open offset store: %w", err)
+	}
+	names, err := db.fs.ReadDir(filepath.Join(dir, "topics"))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("passbook: list topics: %w", err)
+	}
+	for _, name := range names {
+		_, err := db.fs.Stat(filepath.Join(db.topicDir(name), "topic.json"))
+		if ValidTopicName(name) != nil || errors.Is(err, fs.ErrNotExist) {
+			// A deletion or creation that a crash interrupted.
+			o.Logger.Warn("removing unfinished topic directory", "dir", db.topicDir(name))
+			if err := removeAll(db.fs, db.topicDir(name)); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("passbook: remove %s: %w", db.topicDir(name), err)
+			}
+			continue
+		}
+		t, err := db.openTopic(name, nil)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		db.topics[name] = t
+	}
+	return db, nil
+}
+
+// Dir is the data directory.
+func (db *DB) Dir() string { return db.dir }
+
+// Offsets is the committed-offset store.
+func (db *DB) Offsets() *offsets.SQLite { return db.offsets }
+
+func (db *DB) topicDir(name string) string { return filepath.Join(db.dir, "topics", name) }
+
+// openTopic opens an existing topic, or creates one when cfg is non-nil.
+func (db *DB) openTopic(name string, cfg *TopicConfig) (*Topic, error) {
+	dir := db.topicDir(name)
+	var c TopicConfig
+	if cfg != nil {
+		c = *cfg
+		if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
+		}
+		if err := db.fs.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
+		}
+	} else {
+		b, err := readAll(db.fs, filepath.Join(dir, "topic.json"))
+		if err != nil {
+			return nil, fmt.Errorf("passbook: open topic %s: %w", name, err)
+		}
+		var tf topicFile
+		if err := unmarshalTopic(b, &tf); err != nil {
+			return nil, fmt.Errorf("passbook: open topic %s: topic.json: %w", name, err)
+		}
+		c = tf.Config
+		if err := c.validate(); err != nil {
+			return nil, fmt.Errorf("passbook: open topic %s: %w", name, err)
+		}
+	}
+	t := &Topic{name: name, cfg: c}
+	d := c.Durability
+	if d == storage.DefaultDurability {
+		d = db.o.Durability
+	}
+	for p := range c.Partitions {
+		l, err := storage.Open(filepath.Join(dir, fmt.Sprint(p)), &storage.Options{
+			FS: db.fs, SegmentBytes: c.SegmentBytes, SegmentAge: c.SegmentAge, MaxRecordBytes: c.MaxRecordBytes,
+			Durability: d, RetentionBytes: c.RetentionBytes, RetentionAge: c.RetentionAge,
+			Now: db.o.Now, Logger: db.o.Logger.With("topic", name, "partition", p),
+		})
+		if err != nil {
+			t.close()
+			return nil, fmt.Errorf("passbook: open topic %s partition %d: %w", name, p, err)
+		}
+		t.parts = append(t.parts, l)
+	}
+	if cfg != nil {
+		// topic.json last: a topic directory without it is a creation
+		// that did not finish, and Open removes it.
+		if err := writeFileSynced(db.fs, dir, "topic.json", encodeTopic(c)); err != nil {
+			t.close()
+			return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
+		}
+	}
+	return t, nil
+}
+
+func (t *Topic) close() error {
+	var errs []error
+	for _, l := range t.parts {
+		if err := l.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CreateTopic creates a topic. Zero fields of cfg take the DB's
+// Options.Topic values, then the defaults.
+func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
+	if err := ValidTopicName(name); err != nil {
+		return nil, err
+	}
+	cfg = mergeConfig(cfg, db.o.Topic)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	if _, ok := db.topics[name]; ok {
+		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	if _, err := db.fs.Stat(db.topicDir(name)); err == nil {
+		return nil, fmt.Errorf("%w: %s (its directory exists)", ErrTopicExists, name)
+	}
+	t, err := db.openTopic(name, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	db.topics[name] = t
+	db.o.Logger.Info("created topic", "topic", name, "partitions", cfg.Partitions)
+	return t, nil
+}
+
+// mergeConfig fills c's zero fields from d.
+func mergeConfig(c, d TopicConfig) TopicConfig {
+	if c.Partitions == 0 {
+		c.Partitions = d.Partitions
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = d.RetentionAge
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = d.RetentionBytes
+	}
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = d.SegmentAge
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = d.MaxRecordBytes
+	}
+	if c.Durability == storage.DefaultDurability {
+		c.Durability = d.Durability
+	}
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = d.CleanupPolicy
+	}
+	return c
+}
+
+// Topic returns an existing topic.
+func (db *DB) Topic(name string) (*Topic, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	t, ok := db.topics[name]
+	if !ok {
+		if err := ValidTopicName(name); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// Topics lists the topics, sorted by name.
+func (db *DB) Topics() []*Topic {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ts := make([]*Topic, 0, len(db.topics))
+	for _, t := range db.topics {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
+	return ts
+}
+
+// DeleteTopic deletes a topic, its records and every committed offset on it.
+func (db *DB) DeleteTopic(ctx context.Context, name string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	t, ok := db.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	delete(db.topics, name)
+	if err := t.close(); err != nil {
+		db.o.Logger.Warn("closing deleted topic", "topic", name, "err", err)
+	}
+	// Rename first so a crash midway never leaves a half-deleted topic
+	// that looks whole; names with '~' are not valid topics.
+	dir := db.topicDir(name)
+	trash := dir + "~deleted-" + fmt.Sprint(db.o.Now().UnixNano())
+	if err := db.fs.Rename(dir, trash); err != nil {
+		return fmt.Errorf("passbook: delete topic %s: %w", name, err)
+	}
+	if err := db.fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("passbook: delete topic %s: %w", name, err)
+	}
+	if err := removeAll(db.fs, trash); err != nil {
+		db.o.Logger.Warn("removing deleted topic files", "dir", trash, "err", err)
+	}
+	if _, err := db.offsets.Delete(ctx, offsets.Filter{Topic: name}); err != nil {
+		return fmt.Errorf("passbook: delete offsets of topic %s: %w", name, err)
+	}
+	return nil
+}
+
+// Close closes every topic and the offset store and releases the directory.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	db.closed = true
+	var errs []error
+	for _, t := range db.topics {
+		errs = append(errs, t.close())
+	}
+	if db.offsets != nil {
+		errs = append(errs, db.offsets.Close())
+	}
+	errs = append(errs, db.lock.Close())
+	return errors.Join(errs...)
+}
+
+func removeAll(fsys vfs.FS, dir string) error {
+	names, err := fsys.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if fi, err := fsys.Stat(p); err == nil && fi.IsDir() {
+			if err := removeAll(fsys, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fsys.Remove(p); err != nil {
+			return err
+		}
+	}
+	return fsys.Remove(dir)
+}
+
+func writeFileSynced(fsys vfs.FS, dir, name string, data []byte) error {
+	f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fsys.SyncDir(dir)
+}
+
+func readAll(fsys vfs.FS, name string) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}

@@ -1,0 +1,256 @@
+package passbook
+
+import (
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/storage"
+)
+
+// Record is one log entry: optional key, value (nil for a tombstone),
+// headers and timestamp (zero means the time of the append).
+type Record = batch.Record
+
+// Header is one key/value header of a Record.
+type Header = batch.RecordHeader
+
+// Cleanup policies.
+const (
+	CleanupDelete        = "delete"
+	CleanupCompact       = "compact"
+	CleanupCompactDelete = "compact,delete"
+)
+
+// TopicConfig is a topic's settings. Zero fields take the defaults noted.
+type TopicConfig struct {
+	Partitions     int                // default 1
+	RetentionAge   time.Duration      // delete segments older than this; 0 keeps forever
+	RetentionBytes int64              // per partition; 0 means no limit
+	SegmentBytes   int64              // default 128 MiB
+	SegmentAge     time.Duration      // default 7 days
+	MaxRecordBytes int                // default 1 MiB
+	Durability     storage.Durability // default: the DB's
+	CleanupPolicy  string             // delete (default), compact or compact,delete
+}
+
+// topicConfigJSON is TopicConfig's JSON form, with Kafka's units and names.
+type topicConfigJSON struct {
+	Partitions     int    `json:"partitions"`
+	RetentionMs    int64  `json:"retention.ms"`
+	RetentionBytes int64  `json:"retention.bytes"`
+	SegmentBytes   int64  `json:"segment.bytes"`
+	SegmentMs      int64  `json:"segment.ms"`
+	MaxRecordBytes int    `json:"max.message.bytes"`
+	Durability     string `json:"durability"`
+	CleanupPolicy  string `json:"cleanup.policy"`
+}
+
+// MarshalJSON writes durations in milliseconds under Kafka's names.
+func (c TopicConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(topicConfigJSON{
+		Partitions: c.Partitions, RetentionMs: c.RetentionAge.Milliseconds(), RetentionBytes: c.RetentionBytes,
+		SegmentBytes: c.SegmentBytes, SegmentMs: c.SegmentAge.Milliseconds(), MaxRecordBytes: c.MaxRecordBytes,
+		Durability: c.Durability.String(), CleanupPolicy: c.CleanupPolicy,
+	})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *TopicConfig) UnmarshalJSON(b []byte) error {
+	var j topicConfigJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	d := storage.DefaultDurability
+	if j.Durability != "" && j.Durability != "default" {
+		var err error
+		if d, err = storage.ParseDurability(j.Durability); err != nil {
+			return err
+		}
+	}
+	*c = TopicConfig{
+		Partitions: j.Partitions, RetentionAge: time.Duration(j.RetentionMs) * time.Millisecond, RetentionBytes: j.RetentionBytes,
+		SegmentBytes: j.SegmentBytes, SegmentAge: time.Duration(j.SegmentMs) * time.Millisecond, MaxRecordBytes: j.MaxRecordBytes,
+		Durability: d, CleanupPolicy: j.CleanupPolicy,
+	}
+	return nil
+}
+
+// validate checks c and fills in defaults.
+func (c *TopicConfig) validate() error {
+	if c.Partitions == 0 {
+		c.Partitions = 1
+	}
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = CleanupDelete
+	}
+	var problems []string
+	if c.Partitions < 0 || c.Partitions > 10_000 {
+		problems = append(problems, fmt.Sprintf("partitions %d not in [1, 10000]", c.Partitions))
+	}
+	if c.RetentionAge < 0 || c.RetentionBytes < 0 || c.SegmentBytes < 0 || c.SegmentAge < 0 || c.MaxRecordBytes < 0 {
+		problems = append(problems, "retention, segment and record limits must not be negative")
+	}
+	switch c.CleanupPolicy {
+	case CleanupDelete, CleanupCompact, CleanupCompactDelete:
+	default:
+		problems = append(problems, fmt.Sprintf("cleanup policy %q (want delete, compact or compact,delete)", c.CleanupPolicy))
+	}
+	if c.Durability < storage.DefaultDurability || c.Durability > storage.Interval {
+		problems = append(problems, fmt.Sprintf("durability %d", c.Durability))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// topicFile is topic.json: the config, plus a format version.
+type topicFile struct {
+	Format int         `json:"format"`
+	Config TopicConfig `json:"config"`
+}
+
+func encodeTopic(c TopicConfig) []byte {
+	b, _ := json.MarshalIndent(topicFile{Format: 1, Config: c}, "", "  ")
+	return append(b, '\n')
+}
+
+// ValidTopicName reports why name cannot be a topic, or nil. The rules are
+// Kafka's: 1 to 249 characters from [a-zA-Z0-9._-], and not "." or "..",
+// so every name is also a safe directory name.
+func ValidTopicName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	}
+	if len(name) > 249 {
+		return fmt.Errorf("%w: %d characters, at most 249", ErrInvalidName, len(name))
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q", ErrInvalidName, name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%w: %q has %q; use letters, digits, '.', '_' and '-'", ErrInvalidName, name, r)
+		}
+	}
+	return nil
+}
+
+// Topic is a named log split into partitions.
+type Topic struct {
+	name  string
+	cfg   TopicConfig
+	parts []*storage.Log
+	next  atomic.Uint32 // round robin for records without a key
+}
+
+// Name is the topic's name.
+func (t *Topic) Name() string { return t.name }
+
+// Config is the topic's configuration.
+func (t *Topic) Config() TopicConfig { return t.cfg }
+
+// Partitions is the number of partitions.
+func (t *Topic) Partitions() int { return len(t.parts) }
+
+// Partition returns partition p's log.
+func (t *Topic) Partition(p int32) (*storage.Log, error) {
+	if p < 0 || int(p) >= len(t.parts) {
+		return nil, fmt.Errorf("%w: topic %s has no partition %d (it has %d)", ErrUnknownPartition, t.name, p, len(t.parts))
+	}
+	return t.parts[p], nil
+}
+
+// Position is where a record landed.
+type Position struct {
+	Partition int32
+	Offset    int64
+}
+
+// PartitionFor returns the partition a record goes to: Kafka's default
+// partitioner (murmur2) for a keyed record, round robin otherwise.
+func (t *Topic) PartitionFor(key []byte) int32 {
+	if key != nil {
+		return KeyPartition(key, len(t.parts))
+	}
+	return int32((t.next.Add(1) - 1) % uint32(len(t.parts)))
+}
+
+// Append appends one record and returns where it landed, once it is as
+// durable as the topic's durability says.
+func (t *Topic) Append(rec Record) (Position, error) {
+	p := t.PartitionFor(rec.Key)
+	off, err := t.parts[p].Append([]Record{rec}, storage.DefaultDurability)
+	if err != nil {
+		return Position{}, fmt.Errorf("topic %s partition %d: %w", t.name, p, err)
+	}
+	return Position{Partition: p, Offset: off}, nil
+}
+
+// AppendTo appends records to partition p, in order, and returns the
+// offset of the first (the others follow densely).
+func (t *Topic) AppendTo(p int32, recs []Record, d storage.Durability) (int64, error) {
+	l, err := t.Partition(p)
+	if err != nil {
+		return 0, err
+	}
+	off, err := l.Append(recs, d)
+	if err != nil {
+		return 0, fmt.Errorf("topic %s partition %d: %w", t.name, p, err)
+	}
+	return off, nil
+}
+
+// Records iterates over partition p's records from offset from up to the
+// head. See storage.Log.Records for the lifetime of the yielded bytes.
+func (t *Topic) Records(p int32, from int64) iter.Seq2[Record, error] {
+	l, err := t.Partition(p)
+	if err != nil {
+		return func(yield func(Record, error) bool) { yield(Record{}, err) }
+	}
+	return l.Records(from)
+}
+
+// PartitionInfo describes one partition.
+type PartitionInfo struct {
+	Partition   int32 `json:"partition"`
+	StartOffset int64 `json:"start_offset"`
+	Head        int64 `json:"head"`
+	Records     int64 `json:"records"` // head − start offset
+	Bytes       int64 `json:"bytes"`
+	Segments    int   `json:"segments"`
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string          `json:"name"`
+	Config     TopicConfig     `json:"config"`
+	Partitions []PartitionInfo `json:"partitions"`
+}
+
+// Describe reports the topic's configuration and each partition's extent.
+func (t *Topic) Describe() TopicInfo {
+	info := TopicInfo{Name: t.name, Config: t.cfg}
+	for i, l := range t.parts {
+		info.Partitions = append(info.Partitions, PartitionInfo{
+			Partition: int32(i), StartOffset: l.StartOffset(), Head: l.Head(),
+			Records: l.Head() - l.StartOffset(), Bytes: l.Size(), Segments: l.SegmentCount(),
+		})
+	}
+	return info
+}
+
+func unmarshalTopic(b []byte, tf *topicFile) error {
+	if err := json.Unmarshal(b, tf); err != nil {
+		return err
+	}
+	if tf.Format != 1 {
+		return fmt.Errorf("unknown format %d", tf.Format)
+	}
+	return nil
+}
