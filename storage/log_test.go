@@ -261,3 +261,51 @@ func TestLog_Retention(t *testing.T) {
 	}
 	checkRecords(t, l, l.StartOffset())
 }
+
+func TestLog_ReadBatches(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), &Options{SegmentBytes: 4 << 10})
+	defer l.Close()
+	for i := 0; i < 500; i += 10 {
+		l.Append(recs(i, 10), DefaultDurability)
+	}
+	for _, tc := range []struct {
+		from     int64
+		maxBytes int
+	}{{0, 1}, {5, 1}, {0, 1 << 20}, {123, 2000}, {499, 10}} {
+		c, err := l.ReadBatches(tc.from, tc.maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := c.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		c.Release()
+		want := tc.from
+		for b := buf.Bytes(); len(b) > 0; {
+			h, err := batch.Check(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rec, err := range batch.Records(b[:h.Size()]) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Offset < tc.from {
+					continue
+				}
+				if rec.Offset != want || !bytes.Equal(rec.Value, value(int(want))) {
+					t.Fatalf("from %d: record %d = %q", tc.from, rec.Offset, rec.Value)
+				}
+				want++
+			}
+			b = b[h.Size():]
+		}
+		if want != c.Next || want <= tc.from || (tc.maxBytes > 1 && buf.Len() > tc.maxBytes && want-tc.from > 10) {
+			t.Fatalf("from %d max %d: read to %d, Next %d, %d bytes", tc.from, tc.maxBytes, want, c.Next, buf.Len())
+		}
+	}
+	if c, err := l.ReadBatches(500, 100); err != nil || c.Size != 0 || c.Next != 500 {
+		t.Fatalf("at the head: %+v, %v", c, err)
+	}
+}
