@@ -333,6 +333,9 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 	s.size.Store(end)
 	s.next.Store(next)
 	if !active {
+		if err := s.finishTimeIndex(); err != nil {
+			return err
+		}
 		return s.idx.sync()
 	}
 	return nil
@@ -390,12 +393,8 @@ func (s *segment) indexBatch(pos int64, h batch.Header, interval int) error {
 // entry so lookups by time see its newest timestamp, and an fsync of all
 // three files.
 func (s *segment) seal() error {
-	if m := s.maxMs.Load(); m > s.timeMs && m >= 0 {
-		rel := uint32(s.next.Load() - 1 - s.base)
-		if err := s.idx.appendTime(timeEntry{ms: m, rel: rel}); err != nil {
-			return err
-		}
-		s.timeMs = m
+	if err := s.finishTimeIndex(); err != nil {
+		return err
 	}
 	if err := s.log.Sync(); err != nil {
 		return fmt.Errorf("sync segment: %w", err)
@@ -404,6 +403,21 @@ func (s *segment) seal() error {
 		return err
 	}
 	s.idx.dropMemory()
+	return nil
+}
+
+// finishTimeIndex appends a time index entry for the segment's newest
+// timestamp unless the last entry already holds it: a segment loaded from
+// its index files takes its newest timestamp (for retention by age and
+// OffsetForTime) from the last entry.
+func (s *segment) finishTimeIndex() error {
+	if m := s.maxMs.Load(); m > s.timeMs && m >= 0 {
+		rel := uint32(s.next.Load() - 1 - s.base)
+		if err := s.idx.appendTime(timeEntry{ms: m, rel: rel}); err != nil {
+			return err
+		}
+		s.timeMs = m
+	}
 	return nil
 }
 
@@ -476,7 +490,10 @@ func (l *Log) Close() error {
 	err := l.Err()
 	if err == nil {
 		a := l.active()
-		if err = a.log.Sync(); err == nil {
+		if err = a.finishTimeIndex(); err == nil {
+			err = a.log.Sync()
+		}
+		if err == nil {
 			if err = a.idx.sync(); err == nil {
 				err = writeCheckpoint(l.fs, l.dir, checkpoint{base: a.base, pos: a.size.Load(), clean: true})
 			}
