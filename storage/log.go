@@ -95,9 +95,6 @@ func (l *Log) prepareDir() error {
 		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 			return fmt.Errorf("storage: create %s: %w", l.dir, err)
 		}
-		if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
-			return fmt.Errorf("storage: create %s: %w", l.dir, err)
-		}
 		names = nil
 	} else if err != nil {
 		return fmt.Errorf("storage: open %s: %w", l.dir, err)
@@ -116,9 +113,15 @@ func (l *Log) prepareDir() error {
 		return nil
 	}
 	for _, n := range names {
-		if n != lockFile {
+		// FORMAT.tmp is left by a creation that was interrupted.
+		if n != lockFile && n != formatFile+".tmp" {
 			return fmt.Errorf("%w: %s is not empty and has no FORMAT file", ErrNotPartition, l.dir)
 		}
+	}
+	// A new partition (or one whose creation was interrupted, maybe
+	// before its directory entry was synced).
+	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
+		return fmt.Errorf("storage: create %s: %w", l.dir, err)
 	}
 	return writeFileAtomic(l.fs, l.dir, formatFile, []byte(formatLine))
 }
@@ -307,6 +310,10 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 		if err == io.EOF {
 			break
 		}
+		if err != nil && !isDamage(err) {
+			// The disk failed to read: that says nothing about the bytes.
+			return fmt.Errorf("read %s at byte %d: %w", s.path, pos, err)
+		}
 		if err == nil {
 			_, err = batch.Check(b)
 		}
@@ -314,7 +321,12 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 			err = fmt.Errorf("batch has base offset %d, want %d", h.BaseOffset, next)
 		}
 		if err != nil {
-			if !active || pos < synced || followedByBatch(s.log, pos, h, size) {
+			if !active || pos < synced {
+				return s.corrupt(pos, err)
+			}
+			if followed, rerr := followedByBatch(s.log, pos, h, size); rerr != nil {
+				return fmt.Errorf("read %s after byte %d: %w", s.path, pos, rerr)
+			} else if followed {
 				return s.corrupt(pos, err)
 			}
 			// A torn write: drop it and everything after.
@@ -342,23 +354,33 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 }
 
 // followedByBatch reports whether a whole, valid batch starts right after
-// the damaged batch at pos — proof that the damage is not a torn tail.
-func followedByBatch(f vfs.File, pos int64, h batch.Header, size int64) bool {
+// the damaged batch at pos — proof that the damage is not a torn tail. It
+// returns an error only when the file cannot be read.
+func followedByBatch(f vfs.File, pos int64, h batch.Header, size int64) (bool, error) {
 	if h.Length <= 0 {
-		return false
+		return false, nil
 	}
 	after := pos + int64(h.Size())
 	if after >= size {
-		return false
+		return false, nil
 	}
 	var r batchReader
 	r.reset(f, after, size)
 	_, b, _, err := r.next()
 	if err != nil {
-		return false
+		if !isDamage(err) {
+			return false, err
+		}
+		return false, nil
 	}
 	_, err = batch.Check(b)
-	return err == nil
+	return err == nil, nil
+}
+
+// isDamage reports whether err, from reading a batch, is about the bytes
+// (short, corrupt, not a batch) rather than a failure to read them.
+func isDamage(err error) bool {
+	return errors.Is(err, batch.ErrShort) || errors.Is(err, batch.ErrCorrupt) || errors.Is(err, batch.ErrMagic)
 }
 
 // indexBatch records a batch just written (or re-read) at pos in the

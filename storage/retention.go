@@ -37,21 +37,43 @@ func (l *Log) Retain() (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	kept := slices.Clone(segs[n:])
-	l.segs.Store(&kept)
-	l.start.Store(kept[0].base)
+	// Oldest first, and a segment leaves the list only once its .log file
+	// is gone: after a failed removal the files on disk and the list still
+	// agree, and Open finds no gap between segments. Left-over index files
+	// without a .log file are ignored by Open.
+	removed := 0
+	var err error
 	for _, s := range segs[:n] {
-		s.release()
-		for _, ext := range []string{".log", ".index", ".timeindex"} {
+		name := filepath.Join(l.dir, segmentName(s.base, ".log"))
+		if err = l.fs.Remove(name); err != nil {
+			err = fmt.Errorf("storage: retention: remove %s: %w", name, err)
+			break
+		}
+		removed++
+		for _, ext := range []string{".index", ".timeindex"} {
 			name := filepath.Join(l.dir, segmentName(s.base, ext))
-			if err := l.fs.Remove(name); err != nil {
-				return n, fmt.Errorf("storage: retention: remove %s: %w", name, err)
+			if rerr := l.fs.Remove(name); rerr != nil && err == nil {
+				err = fmt.Errorf("storage: retention: remove %s: %w", name, rerr)
 			}
 		}
-		l.o.Logger.Info("retention deleted segment", "dir", l.dir, "base", s.base, "next", s.next.Load())
+		if err != nil {
+			break
+		}
+	}
+	if removed > 0 {
+		kept := slices.Clone(segs[removed:])
+		l.segs.Store(&kept)
+		l.start.Store(kept[0].base)
+		for _, s := range segs[:removed] {
+			s.release()
+			l.o.Logger.Info("retention deleted segment", "dir", l.dir, "base", s.base, "next", s.next.Load())
+		}
+	}
+	if err != nil {
+		return removed, err
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return n, fmt.Errorf("storage: retention: sync directory: %w", err)
+		return removed, fmt.Errorf("storage: retention: sync directory: %w", err)
 	}
-	return n, nil
+	return removed, nil
 }
