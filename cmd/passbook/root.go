@@ -38,7 +38,7 @@ Start with:  passbook lab`,
 	})
 	root.AddCommand(
 		newTopicCmd(e), newProduceCmd(e), newConsumeCmd(e), newLagCmd(e),
-		newReplayCmd(e), newOffsetsCmd(e),
+		newReplayCmd(e), newOffsetsCmd(e), newLabCmd(e),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
@@ -83,6 +83,16 @@ func (e *env) topic(name string) (*passbook.DB, *passbook.Topic, error) {
 		return nil, nil, fmt.Errorf("%w (create it with: passbook topic create %s)", err, name)
 	}
 	return db, t, nil
+}
+
+// isTerminalReader reports whether r is a terminal (to ask questions).
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // isTerminal reports whether w is a terminal (for progress bars).

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/lab"
+	"github.com/passbook-log/passbook/storage"
+	"github.com/spf13/cobra"
+)
+
+func newLabCmd(e *env) *cobra.Command {
+	var (
+		o                                  lab.Options
+		commit, crash, predict, durability string
+		asJSON, asMarkdown, child          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Run the three-part demonstration: append, crash and resume, replay",
+		Long: `Run the lab on the real engine, in a temporary data directory:
+
+  Part 1  append N records and watch the offsets come back 0, 1, 2, …
+  Part 2  consumer orders-writer commits its offset after each record, dies
+          right after processing the crash offset, and a new consumer with
+          the same name resumes from the committed offset
+  Part 3  consumer analytics-v2 replays everything from offset 0 while
+          orders-writer stays where it is
+
+Before it runs, write down four predictions (asked on a terminal, or given
+with --predict): P1 the last offset, P2 how many records run twice after the
+crash, P3 how many are missed, P4 how many the new consumer replays.`,
+		Example: `  passbook lab
+  passbook lab --predict 99999,1,0,100000
+  passbook lab --commit before --crash process
+  passbook lab --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if child {
+				return lab.ChildMain(cmd.Context(), args, e.stdout)
+			}
+			if o.N < 1 {
+				return usagef("--n %d: want at least 1 record", o.N)
+			}
+			var err error
+			switch commit {
+			case "after":
+				o.Commit = consumer.CommitAfter
+			case "before":
+				o.Commit = consumer.CommitBefore
+			default:
+				return usagef("--commit %q: want after or before", commit)
+			}
+			o.Crash = lab.Crash(crash)
+			if durability != "" {
+				if o.Durability, err = storage.ParseDurability(durability); err != nil {
+					return usageError{err}
+				}
+			}
+			if asJSON && asMarkdown {
+				return usagef("--json and --markdown: choose one")
+			}
+			if predict != "" {
+				if o.Predictions, err = parsePredictions(predict); err != nil {
+					return usageError{err}
+				}
+			} else if !asJSON && !asMarkdown && isTerminal(e.stdout) && isTerminalReader(e.stdin) {
+				if o.Predictions, err = askPredictions(e, o); err != nil {
+					return err
+				}
+			}
+			r, err := lab.Run(cmd.Context(), o)
+			if errors.Is(err, lab.ErrOptions) {
+				return usageError{err}
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case asJSON:
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			case asMarkdown:
+				r.WriteMarkdown(e.stdout)
+			default:
+				r.WriteText(e.stdout)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.N, "n", 100_000, "records to append")
+	f.Int64Var(&o.CrashAt, "crash-at", 59_999, "the offset right after which the consumer dies")
+	f.StringVar(&commit, "commit", "after", "when the consumer commits: after its work (at-least-once) or before (at-most-once)")
+	f.StringVar(&crash, "crash", "object", "how it dies: object (abandoned) or process (SIGKILL of a child process)")
+	f.StringVar(&predict, "predict", "", "your predictions P1,P2,P3,P4 (whole numbers; leave one empty to skip it)")
+	f.StringVar(&durability, "durability", "", "what an append survives: os (default), fsync or interval")
+	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	f.BoolVar(&asMarkdown, "markdown", false, "print a results write-up in Markdown")
+	f.BoolVar(&o.Keep, "keep", false, "keep the data directory and print where it is")
+	f.BoolVar(&child, "child", false, "internal: the consumer process of --crash process")
+	f.MarkHidden("child")
+	f.SetInterspersed(true)
+	return cmd
+}
+
+// parsePredictions parses "P1,P2,P3,P4"; an empty field is no prediction.
+func parsePredictions(s string) ([4]*int64, error) {
+	var p [4]*int64
+	fields := strings.Split(s, ",")
+	if len(fields) != 4 {
+		return p, fmt.Errorf("--predict %q: want four comma-separated numbers P1,P2,P3,P4", s)
+	}
+	for i, f := range fields {
+		f = strings.ReplaceAll(strings.TrimSpace(f), "_", "")
+		if f == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 0 {
+			return p, fmt.Errorf("--predict: P%d %q is not a whole number >= 0", i+1, fields[i])
+		}
+		p[i] = &n
+	}
+	return p, nil
+}
+
+// askPredictions asks for each prediction on the terminal.
+func askPredictions(e *env, o lab.Options) ([4]*int64, error) {
+	n := o.N
+	crashAt := o.CrashAt
+	questions := [4]string{
+		fmt.Sprintf("P1. You append %d records to an empty log, offsets from 0. The last record's offset?", n),
+		fmt.Sprintf("P2. The consumer commits %s each record and dies right after processing offset %d. How many records run twice?", o.Commit.String(), crashAt),
+		"P3. And how many of the records are never processed at all?",
+		"P4. A brand-new consumer starts at offset 0 while the first sits at the end. How many records does it read?",
+	}
+	if o.Commit == consumer.CommitAfter {
+		questions[1] = fmt.Sprintf("P2. The consumer commits after each record and dies right after processing offset %d, before committing it. How many records run twice?", crashAt)
+	}
+	var p [4]*int64
+	in := bufio.NewReader(e.stdin)
+	fmt.Fprintln(e.stdout, "Predict first (press Enter to skip one):")
+	for i, q := range questions {
+		for {
+			fmt.Fprintf(e.stdout, "%s ", q)
+			line, err := in.ReadString('\n')
+			line = strings.ReplaceAll(strings.TrimSpace(line), ",", "")
+			if line == "" {
+				if err != nil {
+					return p, nil
+				}
+				break
+			}
+			v, perr := strconv.ParseInt(line, 10, 64)
+			if perr == nil && v >= 0 {
+				p[i] = &v
+				break
+			}
+			fmt.Fprintln(e.stdout, "  (a whole number, please)")
+			if err != nil {
+				return p, nil
+			}
+		}
+	}
+	fmt.Fprintln(e.stdout)
+	return p, nil
+}

@@ -1,0 +1,324 @@
+// Package lab is passbook's three-part demonstration of the idea it is
+// built on, run on the real engine: append records to a log (Part 1),
+// crash a consumer between its work and its commit and resume it from its
+// committed offset (Part 2), and replay all of history with a second
+// consumer while the first stays where it is (Part 3). It scores the
+// reader's predictions against what happened.
+//
+// Everything runs on disk: a real segmented log and a real SQLite offset
+// store in which every commit survives a crash of the process.
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
+)
+
+// Crash says how Part 2's consumer dies.
+type Crash string
+
+const (
+	// CrashObject abandons the consumer object mid-stream, as the course's
+	// own lab does: nothing after the work runs, but the process lives.
+	CrashObject Crash = "object"
+	// CrashProcess runs the consumer in a child process and kills it with
+	// SIGKILL right after the crash point: a real crash.
+	CrashProcess Crash = "process"
+)
+
+// Options configure a run. Zero fields take the defaults noted.
+type Options struct {
+	N          int                // records; default 100,000
+	CrashAt    int64              // the offset after which the consumer dies; default 59,999
+	Commit     consumer.Commit    // CommitAfter (default) or CommitBefore
+	Crash      Crash              // default CrashObject
+	Durability storage.Durability // of the appends; default InOS
+	// Predictions P1–P4: last offset, duplicates, missed, replayed; nil
+	// entries are "no prediction".
+	Predictions [4]*int64
+	// Dir is where the data directory goes; empty means a new temporary
+	// directory, removed after the run unless Keep is set.
+	Dir  string
+	Keep bool
+	// Child is the command line that runs ChildMain in a new process, for
+	// CrashProcess (default: this executable with "lab --child").
+	Child []string
+}
+
+func (o *Options) defaults() error {
+	if o.N == 0 {
+		o.N = 100_000
+	}
+	if o.CrashAt == 0 {
+		o.CrashAt = 59_999
+	}
+	if o.Crash == "" {
+		o.Crash = CrashObject
+	}
+	if o.Durability == storage.DefaultDurability {
+		o.Durability = storage.InOS
+	}
+	switch {
+	case o.N < 1:
+		return fmt.Errorf("n must be at least 1, got %d", o.N)
+	case o.N > 100_000_000:
+		return fmt.Errorf("n must be at most 100,000,000, got %d", o.N)
+	case o.CrashAt < 0 || o.CrashAt >= int64(o.N):
+		return fmt.Errorf("crash-at must be an offset in [0, %d], got %d", o.N-1, o.CrashAt)
+	case o.Commit != consumer.CommitAfter && o.Commit != consumer.CommitBefore:
+		return fmt.Errorf("commit must be after or before, got %s", o.Commit)
+	case o.Crash != CrashObject && o.Crash != CrashProcess:
+		return fmt.Errorf("crash must be object or process, got %q", o.Crash)
+	}
+	return nil
+}
+
+// ErrOptions wraps every problem with Options.
+var ErrOptions = errors.New("lab: bad option")
+
+// Result holds every figure of a run. Its JSON form is `passbook lab --json`.
+type Result struct {
+	N            int     `json:"n"`
+	Appended     int     `json:"appended"`
+	FirstOffsets []int64 `json:"first_offsets"`
+	LastOffsets  []int64 `json:"last_offsets"`
+	LastOffset   int64   `json:"last_offset"`
+	AppendMs     float64 `json:"append_ms"`
+
+	CrashedAt             int64   `json:"crashed_at"`
+	ProcessedBeforeCrash  int     `json:"processed_before_crash"`
+	CommittedAtCrash      int64   `json:"committed_at_crash"`
+	ResumedFrom           int64   `json:"resumed_from"`
+	ProcessedAfterRestart int     `json:"processed_after_restart"`
+	TotalProcessed        int     `json:"total_processed"`
+	Missed                int     `json:"missed"`
+	Duplicated            int     `json:"duplicated"`
+	MissedOffsets         []int64 `json:"missed_offsets"`
+	DuplicateOffsets      []int64 `json:"duplicate_offsets"`
+
+	AOffset      int64 `json:"a_offset"`
+	BStart       int64 `json:"b_start"`
+	BReplayed    int   `json:"b_replayed"`
+	BInOrder     bool  `json:"b_in_order"`
+	AOffsetAfter int64 `json:"a_offset_after"`
+	BOffset      int64 `json:"b_offset"`
+
+	PartMs      [3]float64 `json:"part_ms"`
+	Predictions [4]*int64  `json:"predictions"`
+	Verdicts    [4]string  `json:"verdicts"`
+
+	// Not in the JSON: how the run was set up, for the report.
+	Commit consumer.Commit `json:"-"`
+	Crash  Crash           `json:"-"`
+	Dir    string          `json:"-"` // the data directory, when kept
+}
+
+const (
+	topicName = "orders"
+	consumerA = "orders-writer"
+	consumerB = "analytics-v2"
+)
+
+// Run runs the three parts and scores the predictions.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOptions, err)
+	}
+	dir := o.Dir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "passbook-lab-*"); err != nil {
+			return nil, err
+		}
+	}
+	if !o.Keep {
+		defer os.RemoveAll(dir)
+	}
+	r := &Result{N: o.N, CrashedAt: o.CrashAt, Predictions: o.Predictions, Commit: o.Commit, Crash: o.Crash}
+	if o.Keep {
+		r.Dir = dir
+	}
+	db, err := passbook.Open(dir, &passbook.Options{Durability: o.Durability})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
+	t, err := db.CreateTopic(topicName, passbook.TopicConfig{})
+	if err != nil {
+		return nil, err
+	}
+
+	began := time.Now()
+	if err := part1(t, r); err != nil {
+		return nil, fmt.Errorf("part 1: %w", err)
+	}
+	r.PartMs[0] = ms(time.Since(began))
+
+	began = time.Now()
+	if o.Crash == CrashProcess {
+		db.Close()
+		db = nil
+		if db, t, err = crashChild(ctx, o, dir, r); err != nil {
+			return nil, fmt.Errorf("part 2: %w", err)
+		}
+	} else if err := part2Object(ctx, o, db, t, r); err != nil {
+		return nil, fmt.Errorf("part 2: %w", err)
+	}
+	r.PartMs[1] = ms(time.Since(began))
+
+	began = time.Now()
+	if err := part3(ctx, db, t, r); err != nil {
+		return nil, fmt.Errorf("part 3: %w", err)
+	}
+	r.PartMs[2] = ms(time.Since(began))
+	score(r)
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// part1 appends N records, in batches of 1,000 as a producer would send
+// them, and keeps the offsets the log hands back.
+func part1(t *passbook.Topic, r *Result) error {
+	began := time.Now()
+	batch := make([]passbook.Record, 0, 1000)
+	var handed []int64 // first and last few offsets handed back
+	for i := 0; i < r.N; i++ {
+		batch = append(batch, passbook.Record{Value: fmt.Appendf(nil, "order #%d", i)})
+		if len(batch) == cap(batch) || i == r.N-1 {
+			first, err := t.AppendTo(0, batch, storage.DefaultDurability)
+			if err != nil {
+				return err
+			}
+			for j := range batch {
+				off := first + int64(j)
+				if off < 3 || off >= int64(r.N)-3 {
+					handed = append(handed, off)
+				}
+			}
+			r.Appended += len(batch)
+			r.LastOffset = first + int64(len(batch)) - 1
+			batch = batch[:0]
+		}
+	}
+	r.AppendMs = ms(time.Since(began))
+	r.FirstOffsets = handed[:min(3, len(handed))]
+	r.LastOffsets = handed[max(0, len(handed)-3):]
+	return nil
+}
+
+var errCrash = errors.New("lab: the consumer crashed here")
+
+// part2Object runs consumer A until it "crashes" at the crash point by
+// abandoning it, then resumes with a new consumer of the same name.
+func part2Object(ctx context.Context, o Options, db *passbook.DB, t *passbook.Topic, r *Result) error {
+	counts := make([]uint8, r.N)
+	a, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: o.Commit})
+	if err != nil {
+		return err
+	}
+	err = a.Drain(ctx, func(ctx context.Context, m consumer.Message) error {
+		// The crash lands in the gap between the two steps: after the
+		// work with commit-after, after the commit with commit-before.
+		if m.Offset == o.CrashAt && o.Commit == consumer.CommitBefore {
+			return errCrash
+		}
+		counts[m.Offset]++
+		r.ProcessedBeforeCrash++
+		if m.Offset == o.CrashAt {
+			return errCrash
+		}
+		return nil
+	})
+	if !errors.Is(err, errCrash) {
+		return fmt.Errorf("consumer did not reach the crash point: %v", err)
+	}
+	a.Abandon()
+	return resume(ctx, o, db, t, r, counts)
+}
+
+// resume reads what the crashed consumer left committed and finishes with
+// a new consumer of the same name.
+func resume(ctx context.Context, o Options, db *passbook.DB, t *passbook.Topic, r *Result, counts []uint8) error {
+	key := offsets.Key{Consumer: consumerA, Topic: topicName}
+	var err error
+	if r.CommittedAtCrash, err = db.Offsets().Committed(ctx, key); err != nil {
+		return err
+	}
+	a, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: o.Commit})
+	if err != nil {
+		return err
+	}
+	r.ResumedFrom = a.Positions()[0]
+	err = a.Drain(ctx, func(ctx context.Context, m consumer.Message) error {
+		counts[m.Offset]++
+		r.ProcessedAfterRestart++
+		return nil
+	})
+	if cerr := a.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	r.MissedOffsets, r.DuplicateOffsets = []int64{}, []int64{}
+	for off, c := range counts {
+		r.TotalProcessed += int(c)
+		switch {
+		case c == 0:
+			r.Missed++
+			r.MissedOffsets = append(r.MissedOffsets, int64(off))
+		case c > 1:
+			r.Duplicated++
+			r.DuplicateOffsets = append(r.DuplicateOffsets, int64(off))
+		}
+	}
+	return nil
+}
+
+// part3 replays everything with consumer B while A stays put.
+func part3(ctx context.Context, db *passbook.DB, t *passbook.Topic, r *Result) error {
+	keyA := offsets.Key{Consumer: consumerA, Topic: topicName}
+	var err error
+	if r.AOffset, err = db.Offsets().Committed(ctx, keyA); err != nil {
+		return err
+	}
+	b, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerB, Start: consumer.Earliest()})
+	if err != nil {
+		return err
+	}
+	r.BStart = b.Positions()[0]
+	r.BInOrder = true
+	want := r.BStart
+	err = b.Drain(ctx, func(ctx context.Context, m consumer.Message) error {
+		if m.Offset != want {
+			r.BInOrder = false
+		}
+		want = m.Offset + 1
+		r.BReplayed++
+		return nil
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if r.AOffsetAfter, err = db.Offsets().Committed(ctx, keyA); err != nil {
+		return err
+	}
+	r.BOffset, err = db.Offsets().Committed(ctx, offsets.Key{Consumer: consumerB, Topic: topicName})
+	return err
+}

@@ -1,0 +1,198 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/internal/thousands"
+)
+
+const rule = "=============================================================================="
+
+func heading(w io.Writer, title string) {
+	fmt.Fprintf(w, "%s\n%s\n%s\n", rule, title, rule)
+}
+
+func offsetsList(offs []int64) string {
+	s := make([]string, len(offs))
+	for i, o := range offs {
+		s[i] = fmt.Sprint(o)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+func rate(n int, ms float64) string {
+	if ms <= 0 {
+		return "—"
+	}
+	return thousands.Float(float64(n) / ms * 1000)
+}
+
+// WriteText writes the run as the lab prints it: the three parts, the
+// scoreboard and the closing summary.
+func (r *Result) WriteText(w io.Writer) {
+	n := thousands.Int(r.N)
+	heading(w, "Part 1: append. Every record goes on the end and is handed its offset.")
+	fmt.Fprintf(w, "records appended:                %s\n", thousands.Int(r.Appended))
+	fmt.Fprintf(w, "first three offsets handed back: %s\n", offsetsList(r.FirstOffsets))
+	fmt.Fprintf(w, "last three offsets handed back:  %s\n", offsetsList(r.LastOffsets))
+	fmt.Fprintf(w, "offset of the last record:       %s\n", thousands.Int(r.LastOffset))
+	fmt.Fprintf(w, "(%s records in %.0f ms, %s records/s, written to segment files on disk)\n",
+		n, r.AppendMs, rate(r.Appended, r.AppendMs))
+	fmt.Fprintf(w, `
+The first record got offset 0 and each one after got the next number up,
+because an offset is nothing but a record's place in line. Nothing was
+edited or moved, so offset 0 will name the same record for as long as the
+log keeps it.
+`)
+
+	heading(w, "Part 2: a consumer keeps its own offset, crashes, and picks up again.")
+	fmt.Fprintf(w, "crashed after offset:            %s\n", thousands.Int(r.CrashedAt))
+	fmt.Fprintf(w, "processed before the crash:      %s\n", thousands.Int(r.ProcessedBeforeCrash))
+	fmt.Fprintf(w, "committed offset it left behind: %s\n", thousands.Int(r.CommittedAtCrash))
+	fmt.Fprintf(w, "new consumer resumed from:       %s\n", thousands.Int(r.ResumedFrom))
+	fmt.Fprintf(w, "processed after the restart:     %s\n", thousands.Int(r.ProcessedAfterRestart))
+	fmt.Fprintln(w, "----")
+	rel := "= N"
+	if d := r.TotalProcessed - r.N; d > 0 {
+		rel = fmt.Sprintf("= N + %d", d)
+	} else if d < 0 {
+		rel = fmt.Sprintf("= N - %d", -d)
+	}
+	fmt.Fprintf(w, "total records processed:         %s (%s)\n", thousands.Int(r.TotalProcessed), rel)
+	fmt.Fprintf(w, "records MISSED (processed 0x):   %s%s\n", thousands.Int(r.Missed), atOffsets(r.MissedOffsets))
+	fmt.Fprintf(w, "records DUPLICATED (2x):         %s%s\n", thousands.Int(r.Duplicated), atOffsets(r.DuplicateOffsets))
+	how := "The consumer object was abandoned mid-stream, as if its process had died."
+	if r.Crash == CrashProcess {
+		how = "The consumer ran in its own process, which was killed with SIGKILL: a real crash."
+	}
+	if r.Commit == consumer.CommitBefore {
+		fmt.Fprintf(w, `
+%s
+This consumer commits BEFORE it works, so the crash fell after the
+bookmark had already moved past offset %s and before that record was
+processed. The restart believed the bookmark and never came back for it:
+%s missed, %s duplicated. That is at-most-once: a crash costs a gap,
+never a repeat.
+`, wrap(how), thousands.Int(r.CrashedAt), thousands.Int(r.Missed), thousands.Int(r.Duplicated))
+	} else {
+		fmt.Fprintf(w, `
+%s
+This consumer commits AFTER it works, so the crash fell between finishing
+offset %s and saving the bookmark past it. The bookmark still said %s,
+so the new consumer did that record again and carried on: %s missed,
+%s duplicated. That is at-least-once: a crash costs a repeat, never a gap.
+`, wrap(how), thousands.Int(r.CrashedAt), thousands.Int(r.CommittedAtCrash), thousands.Int(r.Missed), thousands.Int(r.Duplicated))
+	}
+
+	heading(w, "Part 3: replay. A new consumer reads all of history on its own bookmark.")
+	fmt.Fprintf(w, "records the log still keeps:     %s\n", thousands.Int(r.N))
+	fmt.Fprintf(w, "consumer A (%s) at:   %s\n", consumerA, thousands.Int(r.AOffset))
+	fmt.Fprintf(w, "consumer B (%s) starts at: %s\n", consumerB, thousands.Int(r.BStart))
+	fmt.Fprintln(w, "----")
+	fmt.Fprintf(w, "one log, two bookmarks:          A at %s, B at %s\n", thousands.Int(r.AOffset), thousands.Int(r.BStart))
+	fmt.Fprintf(w, "records B replayed:              %s\n", thousands.Int(r.BReplayed))
+	fmt.Fprintf(w, "B read offsets 0..%d in order:   %v\n", r.N-1, r.BInOrder)
+	moved := "(not moved: the two bookmarks are independent)"
+	if r.AOffsetAfter != r.AOffset {
+		moved = "(MOVED: that should never happen)"
+	}
+	fmt.Fprintf(w, "A's offset after B finished:     %s %s\n", thousands.Int(r.AOffsetAfter), moved)
+	fmt.Fprintf(w, "B's offset now:                  %s\n", thousands.Int(r.BOffset))
+	fmt.Fprintf(w, `
+The log never deleted what A had read, so B could start at offset 0 and
+rebuild everything on a bookmark of its own while A's stayed exactly where
+it was. A queue hands each message out and forgets it; a reader that joins
+later finds nothing of the past there to read.
+`)
+
+	heading(w, "Scoreboard")
+	labels := [4]string{"P1 last offset after append", "P2 duplicates after crash", "P3 records missed after crash", "P4 records replayed from 0"}
+	for i, actual := range r.Actuals() {
+		you := "—"
+		if p := r.Predictions[i]; p != nil {
+			you = thousands.Int(*p)
+		}
+		fmt.Fprintf(w, "%-31s you = %-9s actual = %-9s %s\n", labels[i], you, thousands.Int(actual), r.Verdicts[i])
+	}
+
+	heading(w, "What to take away")
+	fmt.Fprintln(w, r.Summary())
+	fmt.Fprintf(w, "\n(part 1 %.0f ms, part 2 %.0f ms, part 3 %.0f ms; %s in all)\n",
+		r.PartMs[0], r.PartMs[1], r.PartMs[2], fmtMs(r.PartMs[0]+r.PartMs[1]+r.PartMs[2]))
+	if r.Dir != "" {
+		fmt.Fprintf(w, "the data directory was kept at %s\n", r.Dir)
+	}
+}
+
+func fmtMs(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%.2f s", ms/1000)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
+}
+
+func atOffsets(offs []int64) string {
+	if len(offs) == 0 {
+		return ""
+	}
+	if len(offs) > 10 {
+		return " at offsets " + offsetsList(offs[:10]) + " …"
+	}
+	return " at offset " + offsetsList(offs)
+}
+
+// wrap folds a sentence at 74 columns.
+func wrap(s string) string {
+	var b strings.Builder
+	col := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			if col+1+len(word) > 74 {
+				b.WriteByte('\n')
+				col = 0
+			} else {
+				b.WriteByte(' ')
+				col++
+			}
+		}
+		b.WriteString(word)
+		col += len(word)
+	}
+	return b.String()
+}
+
+// Summary is the closing paragraph, built from the measured figures.
+func (r *Result) Summary() string {
+	var crash string
+	if r.Commit == consumer.CommitBefore {
+		crash = fmt.Sprintf("The first consumer committed before its work, crashed in the gap, and came back %s record(s) short with %s repeated: at-most-once, the price of putting the bookmark first.",
+			thousands.Int(r.Missed), thousands.Int(r.Duplicated))
+	} else {
+		crash = fmt.Sprintf("The first consumer committed after its work, crashed in the gap, and came back to repeat %s record(s) and lose %s: at-least-once, the price of putting the work first.",
+			thousands.Int(r.Duplicated), thousands.Int(r.Missed))
+	}
+	return wrap(fmt.Sprintf("%s records went into one append-only log at offsets 0 to %s. %s Then a brand-new consumer replayed all %s records from offset 0 on its own bookmark while the first one stayed at %s. The log keeps the records; each reader keeps its place. Kafka is built on that split.",
+		thousands.Int(r.Appended), thousands.Int(r.LastOffset), crash, thousands.Int(r.BReplayed), thousands.Int(r.AOffsetAfter)))
+}
+
+// WriteMarkdown writes a results page: the run's output and the two lines
+// the exercise asks for, filled in from the figures.
+func (r *Result) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "# passbook lab: results\n\n")
+	fmt.Fprintf(w, "N = %s, crash after offset %s, commit %s, crash by %s.\n\n", thousands.Int(r.N), thousands.Int(r.CrashedAt), r.Commit, r.Crash)
+	fmt.Fprintf(w, "## Output\n\n```\n")
+	r.WriteText(w)
+	fmt.Fprintf(w, "```\n\n## The two lines\n\n")
+	if r.Commit == consumer.CommitBefore {
+		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark before doing the work: the crash fell between the two, so the restart skipped offset %s.\n",
+			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt))
+	} else {
+		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark only after doing the work: the crash fell between the two, so the restart did offset %s again.\n",
+			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt))
+	}
+	fmt.Fprintf(w, "2. A brand-new consumer could replay all %s records because the log keeps records after they are read and each reader owns its offset; a queue removes a message once it is delivered, so a late reader would have had nothing to replay.\n",
+		thousands.Int(r.BReplayed))
+}
