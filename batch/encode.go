@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"sync"
 	"time"
 )
 
@@ -147,9 +148,14 @@ func Append(dst []byte, recs []Record, o Options) ([]byte, error) {
 	if o.Codec == None {
 		dst = appendRecords(dst, recs, baseMs, nowMs)
 	} else {
-		raw := appendRecords(nil, recs, baseMs, nowMs)
+		scratch := scratchBufs.Get().(*[]byte)
+		raw := appendRecords((*scratch)[:0], recs, baseMs, nowMs)
 		var err error
 		dst, err = compress(o.Codec, dst, raw)
+		if cap(raw) <= maxPooledScratch {
+			*scratch = raw
+			scratchBufs.Put(scratch)
+		}
 		if err != nil {
 			return dst[:start], err
 		}
@@ -159,6 +165,12 @@ func Append(dst []byte, recs []Record, o Options) ([]byte, error) {
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return dst, nil
 }
+
+// scratchBufs hold the uncompressed records of a batch being compressed.
+var scratchBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledScratch keeps one huge batch from pinning its buffer forever.
+const maxPooledScratch = 4 << 20
 
 func appendRecords(dst []byte, recs []Record, baseMs, nowMs int64) []byte {
 	for i := range recs {
