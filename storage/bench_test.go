@@ -1,0 +1,105 @@
+package storage
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+
+	"github.com/passbook-log/passbook/batch"
+)
+
+// Benchmarks report records/s; docs/benchmarks.md records the figures and
+// bench/ runs the same workloads on peers for ratios.
+
+func hundredBytes(n int) []batch.Record {
+	rs := make([]batch.Record, n)
+	v := bytes.Repeat([]byte("x"), 100)
+	for i := range rs {
+		rs[i].Value = v
+	}
+	return rs
+}
+
+func reportRate(b *testing.B, records int) {
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkLog_AppendBatch1000_Fsync(b *testing.B) {
+	l := mustOpen(b, b.TempDir(), &Options{Durability: Fsync})
+	defer l.Close()
+	rs := hundredBytes(1000)
+	b.SetBytes(100 * 1000)
+	for b.Loop() {
+		if _, err := l.Append(rs, DefaultDurability); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, b.N*1000)
+}
+
+func BenchmarkLog_Append1_InOS(b *testing.B) {
+	l := mustOpen(b, b.TempDir(), &Options{Durability: InOS})
+	defer l.Close()
+	rs := hundredBytes(1)
+	b.SetBytes(100)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Append(rs, DefaultDurability); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, b.N)
+}
+
+func BenchmarkLog_Append1_Fsync16Goroutines(b *testing.B) {
+	l := mustOpen(b, b.TempDir(), &Options{Durability: Fsync})
+	defer l.Close()
+	rs := hundredBytes(1)
+	b.SetBytes(100)
+	var wg sync.WaitGroup
+	per := b.N/16 + 1
+	b.ResetTimer()
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				if _, err := l.Append(rs, DefaultDurability); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	reportRate(b, per*16)
+}
+
+func BenchmarkLog_Read1M(b *testing.B) {
+	l := mustOpen(b, b.TempDir(), nil)
+	defer l.Close()
+	rs := hundredBytes(1000)
+	for range 1000 {
+		if _, err := l.Append(rs, DefaultDurability); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for rec, err := range l.Records(0) {
+			if err != nil || len(rec.Value) != 100 {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 1_000_000 {
+			b.Fatalf("read %d", n)
+		}
+	}
+	reportRate(b, b.N*1_000_000)
+	b.ReportMetric(float64(testing.AllocsPerRun(1, func() {
+		for range l.Records(0) {
+		}
+	}))/1e6, "allocs/record")
+}
