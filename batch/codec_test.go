@@ -203,6 +203,32 @@ func TestDecoder_DecompressionBomb(t *testing.T) {
 	}
 }
 
+// Streaming zstd writers (Java's) declare neither the size nor a window
+// fitted to it: a frame with an 8 MiB window must decode under a smaller
+// limit, and the limit must hold on the output, not only on the header.
+func TestDecoder_DecompressionBomb_ZstdStream(t *testing.T) {
+	plain, _ := Append(nil, []Record{{Value: make([]byte, 1<<20), Timestamp: t0}}, Options{})
+	var buf bytes.Buffer
+	w, _ := zstd.NewWriter(&buf)
+	if _, err := w.Write(plain[HeaderSize:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := append([]byte(nil), plain[:HeaderSize]...)
+	b[offAttributes+1] |= byte(Zstd)
+	b = rebuild(b, buf.Bytes())
+	d := Decoder{MaxDecompressed: 2 << 20}
+	if _, err := d.Validate(b, 0); err != nil {
+		t.Fatalf("under the limit: %v", err)
+	}
+	d.MaxDecompressed = 512 << 10
+	if _, err := d.Validate(b, 0); !errors.Is(err, ErrCorrupt) || !errors.Is(err, errTooBig) {
+		t.Errorf("err = %v, want ErrCorrupt (%v)", err, errTooBig)
+	}
+}
+
 // The default limit: a zstd frame of 65 MiB of zeros is a few KiB.
 func TestDecoder_DecompressionBomb_Default(t *testing.T) {
 	one, _ := Append(nil, []Record{{Value: []byte("v"), Timestamp: t0}}, Options{})

@@ -47,6 +47,9 @@ const (
 
 var xerialMagic = []byte("\x82SNAPPY\x00")
 
+// zstdWindow is the largest window zstd levels 1–19 use (windowLog 23).
+const zstdWindow = 8 << 20
+
 // The encoders are pooled because Append runs on many goroutines at once.
 // Each pooled zstd encoder runs EncodeAll inline (concurrency 1), so the
 // pool holds no more encoders than there are concurrent Appends.
@@ -152,19 +155,19 @@ type decompressors struct {
 	gzip    gzip.Reader
 	lz4     *lz4.Reader
 	zstd    *zstd.Decoder
-	zstdMax int // the limit zstd was made with
+	zstdMax uint64 // the memory bound zstd was made with
 
-	max int // output limit; zero means DefaultMaxDecompressed
+	limit int // output bound; zero means DefaultMaxDecompressed
 }
 
 var errTooBig = errors.New("decompressed size over the limit")
 
 // decompress appends the decompressed form of src to dst, failing if that
-// is more than d.max bytes.
+// is more than d.limit bytes.
 func (d *decompressors) decompress(c Codec, dst, src []byte) ([]byte, error) {
-	max := d.max
-	if max <= 0 {
-		max = DefaultMaxDecompressed
+	limit := d.limit
+	if limit <= 0 {
+		limit = DefaultMaxDecompressed
 	}
 	switch c {
 	case None:
@@ -174,9 +177,9 @@ func (d *decompressors) decompress(c Codec, dst, src []byte) ([]byte, error) {
 		if err := d.gzip.Reset(&d.src); err != nil {
 			return dst, err
 		}
-		return readLimited(dst, &d.gzip, max)
+		return readLimited(dst, &d.gzip, limit)
 	case Snappy:
-		return decodeSnappy(dst, src, max)
+		return decodeSnappy(dst, src, limit)
 	case LZ4:
 		d.src.Reset(src)
 		if d.lz4 == nil {
@@ -184,37 +187,46 @@ func (d *decompressors) decompress(c Codec, dst, src []byte) ([]byte, error) {
 		} else {
 			d.lz4.Reset(&d.src)
 		}
-		return readLimited(dst, d.lz4, max)
+		return readLimited(dst, d.lz4, limit)
 	case Zstd:
-		if d.zstd == nil || d.zstdMax != max {
-			z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(max)))
+		var fh zstd.Header
+		if fh.Decode(src) == nil && fh.HasFCS && fh.FrameContentSize > uint64(limit) {
+			return dst, fmt.Errorf("%w: %d bytes", errTooBig, limit)
+		}
+		// The decoder refuses frames whose window is over its memory
+		// bound. Streaming writers (Java's) declare the level's window
+		// whatever the size, up to 8 MiB for levels 1–19, so the bound
+		// is at least that and the limit is checked on the output.
+		zmax := uint64(max(limit, zstdWindow))
+		if d.zstd == nil || d.zstdMax != zmax {
+			z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(zmax))
 			if err != nil {
 				return dst, err
 			}
-			d.zstd, d.zstdMax = z, max
+			d.zstd, d.zstdMax = z, zmax
 		}
 		start := len(dst)
 		out, err := d.zstd.DecodeAll(src, dst)
-		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out)-start > max {
-			return dst, fmt.Errorf("%w: %d bytes", errTooBig, max)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out)-start > limit {
+			return dst, fmt.Errorf("%w: %d bytes", errTooBig, limit)
 		}
 		return out, err
 	}
 	return dst, fmt.Errorf("%w %d", ErrCodec, c)
 }
 
-// readLimited appends what r yields to dst, failing once it exceeds max
-// bytes. It never reads more than max+1 bytes.
-func readLimited(dst []byte, r io.Reader, max int) ([]byte, error) {
+// readLimited appends what r yields to dst, failing once it exceeds limit
+// bytes. It never reads more than limit+1 bytes.
+func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	start := len(dst)
 	for {
-		if len(dst)-start > max {
-			return dst, fmt.Errorf("%w: %d bytes", errTooBig, max)
+		if len(dst)-start > limit {
+			return dst, fmt.Errorf("%w: %d bytes", errTooBig, limit)
 		}
 		if len(dst) == cap(dst) {
 			dst = append(dst, 0)[:len(dst)] // grow geometrically
 		}
-		n, err := r.Read(dst[len(dst):min(cap(dst), start+max+1)])
+		n, err := r.Read(dst[len(dst):min(cap(dst), start+limit+1)])
 		dst = dst[:len(dst)+n]
 		if err == io.EOF {
 			return dst, nil
@@ -226,11 +238,11 @@ func readLimited(dst []byte, r io.Reader, max int) ([]byte, error) {
 }
 
 // decodeSnappy decodes a raw snappy block or xerial-framed blocks. Lengths
-// are checked against max before anything is allocated, and blocks are
+// are checked against limit before anything is allocated, and blocks are
 // decoded strictly: Java's snappy rejects the s2 extensions.
-func decodeSnappy(dst, src []byte, max int) ([]byte, error) {
+func decodeSnappy(dst, src []byte, limit int) ([]byte, error) {
 	if len(src) < xerialHeaderLen || !bytes.HasPrefix(src, xerialMagic) {
-		return decodeSnappyBlock(dst, src, max)
+		return decodeSnappyBlock(dst, src, limit)
 	}
 	total := 0
 	for rest := src[xerialHeaderLen:]; len(rest) > 0; {
@@ -242,8 +254,8 @@ func decodeSnappy(dst, src []byte, max int) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		if total += n; total > max {
-			return dst, fmt.Errorf("%w: %d bytes", errTooBig, max)
+		if total += n; total > limit {
+			return dst, fmt.Errorf("%w: %d bytes", errTooBig, limit)
 		}
 		rest = next
 	}
@@ -251,7 +263,7 @@ func decodeSnappy(dst, src []byte, max int) ([]byte, error) {
 	for rest := src[xerialHeaderLen:]; len(rest) > 0; {
 		block, next, _ := xerialBlock(rest)
 		var err error
-		if dst, err = decodeSnappyBlock(dst, block, max); err != nil {
+		if dst, err = decodeSnappyBlock(dst, block, limit); err != nil {
 			return dst, err
 		}
 		rest = next
@@ -274,13 +286,13 @@ func xerialBlock(b []byte) (block, rest []byte, err error) {
 }
 
 // decodeSnappyBlock appends the decoded raw snappy block src to dst.
-func decodeSnappyBlock(dst, src []byte, max int) ([]byte, error) {
+func decodeSnappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
 		return dst, err
 	}
-	if n > max {
-		return dst, fmt.Errorf("%w: %d bytes", errTooBig, max)
+	if n > limit {
+		return dst, fmt.Errorf("%w: %d bytes", errTooBig, limit)
 	}
 	dst = slices.Grow(dst, n)
 	out, err := snappy.DecodeStrict(dst[len(dst):len(dst)+n], src)

@@ -15,6 +15,8 @@ import (
 type Decoder struct {
 	// MaxDecompressed bounds what one compressed batch may decompress to;
 	// zero means DefaultMaxDecompressed. A batch over it is ErrCorrupt.
+	// (A zstd frame that does not declare its size may take up to 8 MiB
+	// while decoding before it is found to be over a smaller bound.)
 	MaxDecompressed int
 
 	raw     []byte // decompressed records
@@ -42,7 +44,7 @@ func (d *Decoder) Records(b []byte) iter.Seq2[Record, error] {
 			yield(Record{}, fmt.Errorf("%w %d", ErrCodec, c))
 			return
 		} else if c != None {
-			d.inflate.max = d.MaxDecompressed
+			d.inflate.limit = d.MaxDecompressed
 			d.raw, err = d.inflate.decompress(c, d.raw[:0], data)
 			if err != nil {
 				yield(Record{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err))
