@@ -1,0 +1,127 @@
+package kafka
+
+// Produce (key 0): versions 0–12. Advertised from 0 because librdkafka
+// before 2.11 drops compression unless Produce starts at 0; only
+// RecordBatch v2 (magic 2) is stored, which every client sends from v3.
+// No transactions and no topic IDs (v13).
+//
+// Each partition's records must be one batch. storage.Log.AppendBatch
+// validates it completely before writing anything (CRC-32C, lengths,
+// record count and offset deltas, record sizes), assigns its offsets by
+// patching the base offset, and stores the bytes as received: compressed
+// batches stay compressed. The append happens on the connection's reader,
+// in request order; the wait for durability happens on its writer:
+// acks=−1 waits for an fsync (shared by every append made meanwhile, on
+// any connection), acks=1 for the topic's durability (by default, the
+// batch is in the OS), and acks=0 gets no response at all.
+
+import (
+	"context"
+
+	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Produce, 0, 12, produce) }
+
+// leaderEpoch is the one leader epoch of every partition: this broker
+// has led them since they were created.
+const leaderEpoch = 0
+
+func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error) {
+	d := storage.DefaultDurability // acks=1 and acks=0: the topic's durability
+	badAcks := false
+	switch req.Acks {
+	case -1:
+		d = storage.Fsync
+	case 0, 1:
+	default:
+		badAcks = true
+	}
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	type appended struct {
+		l           *storage.Log
+		end         int64
+		topic, part int
+	}
+	var waits []appended
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		t := &resp.Topics[i]
+		t.Default()
+		t.Topic = rt.Topic
+		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		topic, terr := c.s.db.Topic(rt.Topic)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			p := &t.Partitions[j]
+			p.Default()
+			p.Partition = rp.Partition
+			if badAcks {
+				p.ErrorCode = kerr.InvalidRequiredAcks.Code
+				continue
+			}
+			if terr != nil {
+				p.ErrorCode = errorCode(terr)
+				continue
+			}
+			l, err := topic.Partition(rp.Partition)
+			if err != nil {
+				p.ErrorCode = errorCode(err)
+				continue
+			}
+			end, err := appendBatch(l, rp.Records)
+			if err != nil {
+				p.ErrorCode = errorCode(err)
+				if l.Err() != nil {
+					p.ErrorCode = kerr.KafkaStorageError.Code
+				}
+				p.ErrorMessage = errorMessage(err)
+				c.s.log.Debug("kafka: produce refused", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				continue
+			}
+			p.BaseOffset = end.first
+			p.LogStartOffset = l.StartOffset()
+			waits = append(waits, appended{l: l, end: end.next, topic: i, part: j})
+		}
+	}
+	if req.Acks == 0 {
+		return reply{}, nil
+	}
+	if len(waits) == 0 {
+		return reply{resp: resp}, nil
+	}
+	return reply{resp: resp, wait: func(context.Context) {
+		for _, w := range waits {
+			if err := w.l.WaitDurable(w.end, d); err != nil {
+				p := &resp.Topics[w.topic].Partitions[w.part]
+				p.BaseOffset, p.ErrorCode, p.ErrorMessage = -1, kerr.KafkaStorageError.Code, errorMessage(err)
+			}
+		}
+	}}, nil
+}
+
+type span struct{ first, next int64 }
+
+// appendBatch appends one produced batch, without waiting for
+// durability, and returns the offsets it got.
+func appendBatch(l *storage.Log, b []byte) (span, error) {
+	h, err := batch.ParseHeader(b)
+	if err == nil && h.IsControl() {
+		// Only a transaction coordinator writes control batches.
+		return span{}, errControlBatch
+	}
+	if err == nil {
+		// This broker has always led the partition: epoch 0. The CRC
+		// does not cover the field.
+		batch.SetLeaderEpoch(b, leaderEpoch)
+	}
+	first, err := l.AppendBatch(b, storage.InOS)
+	if err != nil {
+		return span{}, err
+	}
+	return span{first: first, next: first + int64(h.LastOffsetDelta) + 1}, nil
+}

@@ -1,0 +1,206 @@
+package kafka
+
+// Fetch (key 1): versions 4–12. No fetch sessions (the response's session
+// id is 0, which tells clients to send full fetches), no topic IDs (v13),
+// no transactions (the last stable offset is the high watermark).
+//
+// A fetch returns whole stored batches as they are in the segment files,
+// never re-encoded: the first may start before the offset asked for, and
+// clients skip the records before it. Each partition gets up to its
+// partition_max_bytes and the response up to max_bytes, except that the
+// first partition with data always gets at least one whole batch, so a
+// batch larger than the limits still gets through. When less than
+// min_bytes is ready the fetch waits, up to max_wait_ms, for any of its
+// partitions to grow (a long poll), and Shutdown cuts the wait short.
+//
+// The record bytes are read from the segment file into a buffer the
+// connection reuses (ReadAt), and copied from there into the response:
+// not yet sendfile.
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/passbook-log/passbook/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Fetch, 4, 12, fetch) }
+
+func fetch(_ context.Context, c *conn, req *kmsg.FetchRequest) (reply, error) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.SessionID != 0 {
+		// This server never hands out a session id.
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return reply{resp: resp}, nil
+	}
+	parts := c.resolveFetch(req, resp)
+	return reply{resp: resp, wait: func(ctx context.Context) { c.fetch(ctx, req, parts) }}, nil
+}
+
+// fetchPart is one partition of a fetch.
+type fetchPart struct {
+	l    *storage.Log // nil when out.ErrorCode says why
+	from int64
+	max  int
+	seen int64 // the head at the last read: waiting is for more than this
+	out  *kmsg.FetchResponseTopicPartition
+}
+
+// resolveFetch lays out the response and finds each partition's log.
+func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchPart {
+	var parts []fetchPart
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt, t := &req.Topics[i], &resp.Topics[i]
+		t.Default()
+		t.Topic = rt.Topic
+		t.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		topic, terr := c.s.db.Topic(rt.Topic)
+		for j := range rt.Partitions {
+			rp, p := &rt.Partitions[j], &t.Partitions[j]
+			p.Default()
+			p.Partition = rp.Partition
+			fp := fetchPart{from: rp.FetchOffset, max: int(rp.PartitionMaxBytes), out: p}
+			if terr != nil {
+				p.ErrorCode = errorCode(terr)
+			} else if fp.l, terr = topic.Partition(rp.Partition); terr != nil {
+				p.ErrorCode = errorCode(terr)
+				terr = nil
+			}
+			parts = append(parts, fp)
+		}
+	}
+	return parts
+}
+
+// fetch fills in the response, long-polling until min_bytes are ready,
+// max_wait_ms has passed, or ctx is done.
+func (c *conn) fetch(ctx context.Context, req *kmsg.FetchRequest, parts []fetchPart) {
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	for {
+		total, failed := c.readParts(parts, int(req.MaxBytes))
+		if total >= int(req.MinBytes) || failed || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return
+		}
+		if !waitAny(ctx, parts, deadline) {
+			return
+		}
+	}
+}
+
+// readParts reads each partition's batches into the connection's fetch
+// buffer and points the response at them. It returns the bytes read and
+// whether any partition has an error.
+func (c *conn) readParts(parts []fetchPart, maxBytes int) (total int, failed bool) {
+	buf := c.fetchBuf[:0]
+	type piece struct{ pos, n int }
+	pieces := make([]piece, len(parts))
+	for i := range parts {
+		fp := &parts[i]
+		p := fp.out
+		p.RecordBatches = nil
+		if fp.l == nil {
+			failed = true
+			continue
+		}
+		p.ErrorCode = 0
+		fp.seen = fp.l.Head()
+		if fp.from < fp.l.StartOffset() || fp.from > fp.seen {
+			p.ErrorCode = kerr.OffsetOutOfRange.Code
+			failed = true
+			c.setWatermarks(fp)
+			continue
+		}
+		if fp.from == fp.seen || (total > 0 && total >= maxBytes) {
+			c.setWatermarks(fp)
+			continue
+		}
+		limit := fp.max
+		if total > 0 {
+			limit = min(limit, maxBytes-total)
+		}
+		chunk, err := fp.l.ReadBatches(fp.from, limit)
+		if err != nil {
+			p.ErrorCode = errorCode(err)
+			failed = true
+			c.setWatermarks(fp)
+			continue
+		}
+		if chunk.Size > 0 && (total == 0 || total+int(chunk.Size) <= maxBytes) {
+			n := len(buf)
+			buf = append(buf, make([]byte, chunk.Size)...)
+			if _, err := chunk.File.ReadAt(buf[n:], chunk.Pos); err != nil {
+				c.s.log.Error("kafka: fetch read failed", "file", chunk.File.Name(), "pos", chunk.Pos, "err", err)
+				p.ErrorCode = kerr.KafkaStorageError.Code
+				failed = true
+				buf = buf[:n]
+			} else {
+				pieces[i] = piece{pos: n, n: int(chunk.Size)}
+				total += int(chunk.Size)
+			}
+		}
+		chunk.Release()
+		c.setWatermarks(fp)
+	}
+	for i, pc := range pieces {
+		if pc.n > 0 {
+			parts[i].out.RecordBatches = buf[pc.pos : pc.pos+pc.n : pc.pos+pc.n]
+		}
+	}
+	if cap(buf) <= 16<<20 {
+		c.fetchBuf = buf
+	} else {
+		c.fetchBuf = nil // do not keep an unusually large fetch's memory
+	}
+	return total, failed
+}
+
+// setWatermarks reports the partition's extent, read after its records
+// so that the high watermark is never below what the response holds.
+func (c *conn) setWatermarks(fp *fetchPart) {
+	p := fp.out
+	p.HighWatermark = fp.l.Head()
+	p.LastStableOffset = p.HighWatermark
+	p.LogStartOffset = fp.l.StartOffset()
+}
+
+// waitAny waits until a partition's head passes what the last read saw,
+// the deadline passes or ctx is done. It reports whether a partition grew
+// (or changed, like a topic being deleted).
+func waitAny(ctx context.Context, parts []fetchPart, deadline time.Time) bool {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var ls []*fetchPart
+	for i := range parts {
+		if parts[i].l != nil {
+			ls = append(ls, &parts[i])
+		}
+	}
+	switch len(ls) {
+	case 0:
+		<-ctx.Done()
+		return false
+	case 1:
+		return ls[0].l.Wait(ctx, ls[0].seen) == nil || ctx.Err() == nil
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		grew bool
+	)
+	for _, fp := range ls {
+		wg.Go(func() {
+			if err := fp.l.Wait(ctx, fp.seen); err == nil || ctx.Err() == nil {
+				mu.Lock()
+				grew = true
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return grew
+}

@@ -1,0 +1,91 @@
+package kafka
+
+// Metadata (key 3): versions 0–12.
+//
+// One broker, NodeID, leads every partition, with leader epoch 0 and
+// itself as the only replica. In v0 an empty topic list asks for every
+// topic; from v1 a null list does, and an empty one for none. A missing
+// topic is created with the default partition count when the client
+// allows it (allow_auto_topic_creation, v4+; always allowed before) and
+// the server has auto-creation on. No topic IDs: they are all zero, and
+// a topic asked for by ID alone is unknown.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/passbook-log/passbook"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Metadata, 0, 12, metadata) }
+
+func metadata(_ context.Context, c *conn, req *kmsg.MetadataRequest) (reply, error) {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = NodeID, c.host, c.port
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	resp.ClusterID = &c.s.o.ClusterID
+	resp.ControllerID = NodeID
+
+	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
+		for _, t := range c.s.db.Topics() {
+			resp.Topics = append(resp.Topics, topicMetadata(t))
+		}
+		return reply{resp: resp}, nil
+	}
+	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !c.s.o.DisableAutoCreateTopics
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		t, err := c.s.db.Topic(*rt.Topic)
+		if errors.Is(err, passbook.ErrUnknownTopic) && autoCreate {
+			t, err = c.s.autoCreate(*rt.Topic)
+		}
+		if err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic
+			mt.ErrorCode = errorCode(err)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, topicMetadata(t))
+	}
+	return reply{resp: resp}, nil
+}
+
+// autoCreate creates a topic a client asked for, with the defaults.
+func (s *Server) autoCreate(name string) (*passbook.Topic, error) {
+	t, err := s.db.CreateTopic(name, passbook.TopicConfig{Partitions: s.o.DefaultPartitions})
+	if errors.Is(err, passbook.ErrTopicExists) {
+		return s.db.Topic(name) // another connection won the race
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("kafka: auto-created topic", "topic", name, "partitions", t.Partitions())
+	return t, nil
+}
+
+func topicMetadata(t *passbook.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name()
+	mt.Topic = &name
+	for p := range t.Partitions() {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = int32(p)
+		mp.Leader = NodeID
+		mp.LeaderEpoch = leaderEpoch
+		mp.Replicas = []int32{NodeID}
+		mp.ISR = []int32{NodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,265 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn is one client connection. Its reader goroutine reads, decodes and
+// handles requests one after another — so appends from one connection
+// land in the order they were sent — and queues the replies; its writer
+// goroutine runs each reply's wait and writes the responses in request
+// order, so a slow fsync or a long poll holds back only the responses
+// behind it, never the reading and appending of the requests behind it.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	host   string // advertised to this connection's clients
+	port   int32
+	remote string
+	queue  chan pending
+
+	// fetchBuf holds the record bytes of the fetch response being
+	// written. Only the writer goroutine touches it: fetches run in
+	// their reply's wait, one at a time, and the response is copied out
+	// before the next one runs.
+	fetchBuf []byte
+}
+
+// pending is a reply waiting to be written.
+type pending struct {
+	reply
+	corr       int32
+	flexHeader bool // response header v1 (tagged fields)
+}
+
+func newConn(s *Server, nc net.Conn, host string, port int32) *conn {
+	return &conn{s: s, nc: nc, host: host, port: port, remote: nc.RemoteAddr().String(),
+		queue: make(chan pending, s.o.MaxInFlight)}
+}
+
+// stopReading makes the reader stop after the request it is reading:
+// the writer then answers what was read, and the connection closes.
+func (c *conn) stopReading() { c.nc.SetReadDeadline(time.Now()) }
+
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	log := c.s.log.With("remote", c.remote)
+	log.Debug("kafka: connection opened")
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		c.writeLoop(log)
+	}()
+	err := c.readLoop()
+	close(c.queue)
+	<-written
+	c.nc.Close()
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
+		log.Debug("kafka: connection closed")
+	default:
+		log.Warn("kafka: closing connection", "err", err)
+	}
+}
+
+func (c *conn) readLoop() error {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var size [4]byte
+	for {
+		if _, err := io.ReadFull(br, size[:]); err != nil {
+			return err
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 0 {
+			return fmt.Errorf("%w: negative frame size %d", ErrMalformed, n)
+		}
+		if int64(n) > int64(c.s.o.MaxRequestBytes) {
+			return fmt.Errorf("%w: a request of %d bytes is over the limit of %d (--max-request-bytes)", ErrRequestTooLarge, n, c.s.o.MaxRequestBytes)
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(br, frame); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return fmt.Errorf("%w: truncated frame: %w", ErrMalformed, io.ErrUnexpectedEOF)
+			}
+			return err
+		}
+		p, ok, err := c.handle(c.s.polls, frame)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.queue <- p
+		}
+	}
+}
+
+// handle decodes one request frame and runs its handler. ok is false
+// when nothing is to be written back. An error closes the connection.
+func (c *conn) handle(ctx context.Context, frame []byte) (p pending, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("kafka: handler panic", "remote", c.remote, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("kafka: handler panic: %v", r)
+		}
+	}()
+	req, h, corr, err := decodeRequest(frame)
+	if errors.Is(err, errAPIVersionsUnsupported) {
+		// Answer with a v0 body and header saying which versions exist;
+		// the client retries with one of them.
+		resp := apiVersionsResponse(0)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return pending{reply: reply{resp: resp}, corr: corr}, true, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	if c.s.log.Enabled(ctx, slog.LevelDebug) {
+		c.s.log.Debug("kafka: request", "remote", c.remote, "api", h.key.Name(), "version", req.GetVersion(), "correlation", corr)
+	}
+	r, err := h.serve(ctx, c, req)
+	if err != nil {
+		return p, false, err
+	}
+	if r.resp == nil {
+		return p, false, nil
+	}
+	r.resp.SetVersion(req.GetVersion())
+	return pending{reply: r, corr: corr, flexHeader: r.resp.IsFlexible() && h.key != kmsg.ApiVersions}, true, nil
+}
+
+var errAPIVersionsUnsupported = errors.New("kafka: ApiVersions version not supported")
+
+// decodeRequest parses a request frame (without its size prefix): the
+// request header (v1, or v2 with tagged fields for flexible versions;
+// client_id is always an int16-length string) and the body.
+func decodeRequest(frame []byte) (kmsg.Request, *handler, int32, error) {
+	if len(frame) < 10 {
+		return nil, nil, 0, fmt.Errorf("%w: %d-byte frame is shorter than a request header", ErrMalformed, len(frame))
+	}
+	key := int16(binary.BigEndian.Uint16(frame))
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	corr := int32(binary.BigEndian.Uint32(frame[4:]))
+	h := lookup(key)
+	if h == nil {
+		return nil, nil, corr, fmt.Errorf("%w: API key %d", ErrUnsupported, key)
+	}
+	if version < h.min || version > h.max {
+		if h.key == kmsg.ApiVersions {
+			return nil, h, corr, errAPIVersionsUnsupported
+		}
+		return nil, nil, corr, fmt.Errorf("%w: %s v%d (this server serves v%d–v%d)", ErrUnsupported, h.key.Name(), version, h.min, h.max)
+	}
+	body := frame[8:]
+	idLen := int16(binary.BigEndian.Uint16(body))
+	body = body[2:]
+	if idLen < -1 || int(idLen) > len(body) {
+		return nil, nil, corr, fmt.Errorf("%w: client id length %d", ErrMalformed, idLen)
+	}
+	if idLen > 0 {
+		body = body[idLen:]
+	}
+	req := h.key.Request()
+	req.SetVersion(version)
+	if req.IsFlexible() {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return nil, nil, corr, fmt.Errorf("%w: request header: %w", ErrMalformed, err)
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, nil, corr, fmt.Errorf("%w: %s v%d: %w", ErrMalformed, h.key.Name(), version, err)
+	}
+	return req, h, corr, nil
+}
+
+// skipTags skips a tagged-field section: a count, then for each field a
+// tag, a size and that many bytes, all unsigned varints.
+func skipTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errors.New("bad tag count")
+	}
+	b = b[k:]
+	for range n {
+		if _, k = binary.Uvarint(b); k <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[k:]
+		size, k := binary.Uvarint(b)
+		if k <= 0 || size > uint64(len(b)-k) {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[k+int(size):]
+	}
+	return b, nil
+}
+
+// writeLoop answers the queued requests in order, batching responses
+// into one write while more are ready.
+func (c *conn) writeLoop(log *slog.Logger) {
+	var buf []byte
+	failed := false
+	for p := range c.queue {
+		if failed {
+			continue // drain, so the reader never blocks
+		}
+		if p.wait != nil && !c.runWait(log, p.wait) {
+			failed = true
+			c.nc.Close()
+			continue
+		}
+		buf = appendResponse(buf, p.corr, p.resp, p.flexHeader)
+		if len(c.queue) > 0 && len(buf) < 1<<20 {
+			continue
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			log.Debug("kafka: write failed", "err", err)
+			failed = true
+			c.nc.Close()
+		}
+		buf = buf[:0]
+		if cap(buf) > 8<<20 {
+			buf = nil
+		}
+	}
+}
+
+// runWait runs a reply's wait, reporting false if it panicked.
+func (c *conn) runWait(log *slog.Logger, wait func(context.Context)) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("kafka: handler panic", "panic", r, "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	wait(c.s.polls)
+	return true
+}
+
+// appendResponse appends a response frame: size, correlation id, for
+// flexible responses (other than ApiVersions) an empty tag section, and
+// the body.
+func appendResponse(dst []byte, corr int32, resp kmsg.Response, flexHeader bool) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(corr))
+	if flexHeader {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

@@ -1,0 +1,55 @@
+// Package kafka serves the Kafka wire protocol on top of a passbook DB,
+// so that existing Kafka clients (franz-go, sarama, librdkafka/kcat,
+// kafkajs, the Java client) produce to and consume from passbook
+// unchanged: a cluster of one broker, NodeID, that leads every partition.
+//
+//	db, _ := passbook.Open(dir, nil)
+//	srv, _ := kafka.NewServer(db, nil)
+//	ln, _ := net.Listen("tcp", "127.0.0.1:9092")
+//	go srv.Serve(ctx, ln)
+//	…
+//	srv.Shutdown(ctx) // answer what was read, then stop
+//	db.Close()        // fsync, clean-shutdown checkpoint
+//
+// # Files
+//
+//	server.go          Options, Server: listeners, connection limit, Shutdown
+//	conn.go            one connection: framing, request headers, in-order responses
+//	registry.go        the handler table that ApiVersions is built from
+//	errors.go          sentinel errors; engine errors → Kafka error codes
+//	configs.go         Kafka topic config names ↔ passbook.TopicConfig
+//	00_produce.go      one file per API key, each opening with the versions
+//	01_fetch.go        it serves and what it does not do
+//	02_list_offsets.go
+//	03_metadata.go
+//	18_api_versions.go
+//	19_create_topics.go
+//	20_delete_topics.go
+//	32_describe_configs.go
+//
+// Adding an API is adding a file: its init function registers a handler
+// for a key and a version range, and ApiVersions advertises it.
+//
+// # Requests
+//
+// Every request and response is a kmsg struct, encoded and decoded by
+// kmsg; error codes come from kerr. A connection reads and handles its
+// requests in order on one goroutine (so appends land in the order they
+// were sent) and writes the responses in the same order on another; a
+// handler may leave part of its work — waiting for an fsync, a long poll
+// — to run on the writer, so that it holds back only the responses behind
+// it. A request that does not decode, an unknown API key, an unsupported
+// version (other than ApiVersions, which answers with the supported
+// ranges) or a frame over Options.MaxRequestBytes closes that connection
+// and nothing else.
+//
+// # Durability
+//
+// Produce with acks=−1 returns once the batch is fsync'd — the fsync is
+// shared by every append made meanwhile, on any connection (group
+// commit) — and acks=1 once it is as durable as the topic's durability
+// says (by default: written to the OS, so it survives the server being
+// killed). Produced batches are validated completely before anything is
+// written, then stored byte for byte as received, and Fetch serves those
+// same bytes.
+package kafka
