@@ -39,6 +39,7 @@ Start with:  passbook lab`,
 	root.AddCommand(
 		newTopicCmd(e), newProduceCmd(e), newConsumeCmd(e), newLagCmd(e),
 		newReplayCmd(e), newOffsetsCmd(e), newLabCmd(e),
+		newServeCmd(e),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/kafka"
+	"github.com/spf13/cobra"
+)
+
+func newServeCmd(e *env) *cobra.Command {
+	var (
+		kafkaAddr string
+		ko        kafka.Options
+		autoTopic bool
+		grace     time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the data directory to Kafka clients",
+		Long: `Serve the data directory over the Kafka wire protocol, so that Kafka clients
+and tools (franz-go, sarama, librdkafka and kcat, kafkajs, the Java client)
+produce to it and consume from it unchanged. It is a cluster of one broker
+(node id 0). It listens on loopback unless told otherwise; with --kafka on
+all interfaces, set --advertise to the address clients should use.
+
+Produce with acks=all returns once the records are fsync'd; acks=1 once they
+are written to the operating system (they survive the server being killed).
+
+On SIGTERM or SIGINT it stops accepting connections, answers the requests it
+has already read, then closes the data directory (fsync and clean-shutdown
+checkpoint).`,
+		Example: `  passbook serve --data ./data
+  passbook serve --data ./data --kafka 0.0.0.0:9092 --advertise kafka.example.com:9092
+  kcat -b 127.0.0.1:9092 -t orders -P < orders.txt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ko.DisableAutoCreateTopics = !autoTopic
+			if err := ko.Validate(); err != nil {
+				return usageError{err}
+			}
+			log := e.logger()
+			db, err := passbook.Open(e.data, &passbook.Options{Logger: log})
+			if err != nil {
+				return err
+			}
+			ko.Logger = log
+			ks, err := kafka.NewServer(db, &ko)
+			if err != nil {
+				db.Close()
+				return err
+			}
+			return serveAll(cmd.Context(), log, db, grace, []service{{
+				name: "kafka", addr: kafkaAddr, serve: ks.Serve, shutdown: ks.Shutdown,
+			}})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kafkaAddr, "kafka", "127.0.0.1:9092", "address to serve the Kafka protocol on")
+	f.StringVar(&ko.Advertise, "advertise", "", "host:port clients are told to connect to (default: the --kafka address)")
+	f.BoolVar(&autoTopic, "auto-create-topics", true, "create a topic when a client asks for metadata of a missing one and allows creation")
+	f.IntVar(&ko.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of topics created with the default count")
+	f.IntVar(&ko.MaxRequestBytes, "max-request-bytes", 100<<20, "largest request accepted; a larger one closes its connection")
+	f.IntVar(&ko.MaxConnections, "max-connections", 10_000, "most client connections open at once")
+	f.DurationVar(&grace, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress")
+	return cmd
+}
+
+// logger is the server's log: info and up, or everything with -v.
+func (e *env) logger() *slog.Logger {
+	level := slog.LevelInfo
+	if e.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// service is one protocol served on one listener over the shared DB: the
+// Kafka server, and whatever joins it (an HTTP API).
+type service struct {
+	name     string
+	addr     string
+	serve    func(context.Context, net.Listener) error
+	shutdown func(context.Context) error
+}
+
+// serveAll listens on every service's address, serves them until ctx is
+// done or one fails, then shuts them all down, giving requests in
+// progress up to grace to finish, and closes db last.
+func serveAll(ctx context.Context, log *slog.Logger, db *passbook.DB, grace time.Duration, services []service) (err error) {
+	defer func() {
+		if cerr := db.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close data directory: %w", cerr))
+		} else {
+			log.Info("data directory closed cleanly", "dir", db.Dir())
+		}
+	}()
+	lns := make([]net.Listener, len(services))
+	for i, s := range services {
+		if lns[i], err = net.Listen("tcp", s.addr); err != nil {
+			for _, ln := range lns[:i] {
+				ln.Close()
+			}
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	failed := make(chan error, len(services))
+	stopped := make(chan struct{}, len(services))
+	for i, s := range services {
+		go func() {
+			// Not ctx: a signal means a graceful shutdown, below, not
+			// connections closed at once.
+			err := s.serve(context.Background(), lns[i])
+			if !errors.Is(err, kafka.ErrServerClosed) {
+				failed <- fmt.Errorf("%s: %w", s.name, err)
+			}
+			stopped <- struct{}{}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: no new connections; answering requests in progress", "timeout", grace)
+	case err = <-failed:
+		log.Error("shutting down after a failure", "err", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	for _, s := range services {
+		if serr := s.shutdown(sctx); serr != nil {
+			log.Warn("shutdown did not finish in time; connections closed", "service", s.name, "err", serr)
+		}
+	}
+	for range services {
+		<-stopped
+	}
+	return err
+}
