@@ -1,0 +1,110 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
+)
+
+// Error codes of the JSON API. They are part of the API: clients match on
+// them, so a code never changes meaning. docs/http-api.md lists them.
+const (
+	CodeBadRequest       = "bad_request"            // 400: a bad parameter
+	CodeMalformedJSON    = "malformed_json"         // 400: the body is not the JSON expected
+	CodeInvalidName      = "invalid_name"           // 400: a topic or consumer name that is not allowed
+	CodeInvalidConfig    = "invalid_config"         // 400: a topic configuration that is not allowed
+	CodeNotFound         = "not_found"              // 404: no such route
+	CodeUnknownTopic     = "unknown_topic"          // 404
+	CodeUnknownPartition = "unknown_partition"      // 404
+	CodeUnknownConsumer  = "unknown_consumer"       // 404: nothing committed under that name
+	CodeMethodNotAllowed = "method_not_allowed"     // 405
+	CodeTopicExists      = "topic_exists"           // 409
+	CodeLeaseHeld        = "lease_held"             // 409: the consumer is running elsewhere
+	CodeBodyTooLarge     = "body_too_large"         // 413: over Options.MaxBodyBytes or MaxAppendRecords
+	CodeRecordTooLarge   = "record_too_large"       // 413: one record over the topic's max.message.bytes
+	CodeUnsupportedMedia = "unsupported_media_type" // 415
+	CodeOutOfRange       = "offset_out_of_range"    // 416: outside [start offset, head]
+	CodeGap              = "records_deleted"        // 416: retention deleted records the consumer never read
+	CodeUnavailable      = "unavailable"            // 503: the DB is closed or the server shutting down
+	CodeInternal         = "internal"               // 500
+)
+
+// apiError is an error the API reports as
+// {"error":{"code":…,"message":…,"details":…}} with an HTTP status.
+type apiError struct {
+	Status  int            `json:"-"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return errorf(http.StatusBadRequest, CodeBadRequest, format, args...)
+}
+
+// toAPIError maps the engine's errors onto codes and statuses.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var mbe *http.MaxBytesError
+	var oor *storage.OutOfRangeError
+	var gap *consumer.GapError
+	switch {
+	case errors.As(err, &mbe):
+		return errorf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body over %d bytes", mbe.Limit)
+	case errors.As(err, &oor):
+		e := errorf(http.StatusRequestedRangeNotSatisfiable, CodeOutOfRange, "%s", trimPrefix(oor.Error()))
+		e.Details = map[string]any{"offset": oor.Offset, "start_offset": oor.Start, "head": oor.Head}
+		return e
+	case errors.As(err, &gap):
+		e := errorf(http.StatusRequestedRangeNotSatisfiable, CodeGap, "%s", err)
+		e.Details = map[string]any{"committed": gap.Committed, "start_offset": gap.Start, "missed": gap.Missed()}
+		return e
+	case errors.Is(err, passbook.ErrInvalidName):
+		return errorf(http.StatusBadRequest, CodeInvalidName, "%s", trimPrefix(err.Error()))
+	case errors.Is(err, passbook.ErrInvalidConfig):
+		return errorf(http.StatusBadRequest, CodeInvalidConfig, "%s", trimPrefix(err.Error()))
+	case errors.Is(err, passbook.ErrUnknownTopic):
+		return errorf(http.StatusNotFound, CodeUnknownTopic, "%s", trimPrefix(err.Error()))
+	case errors.Is(err, passbook.ErrUnknownPartition):
+		return errorf(http.StatusNotFound, CodeUnknownPartition, "%s", trimPrefix(err.Error()))
+	case errors.Is(err, passbook.ErrTopicExists):
+		return errorf(http.StatusConflict, CodeTopicExists, "%s", trimPrefix(err.Error()))
+	case errors.Is(err, offsets.ErrLeaseHeld), errors.Is(err, offsets.ErrFenced):
+		return errorf(http.StatusConflict, CodeLeaseHeld, "%s", err)
+	case errors.Is(err, storage.ErrRecordTooLarge), errors.Is(err, storage.ErrBatchTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, CodeRecordTooLarge, "%s", err)
+	case errors.Is(err, consumer.ErrInvalid), errors.Is(err, offsets.ErrInvalid), errors.Is(err, storage.ErrEmpty):
+		return errorf(http.StatusBadRequest, CodeBadRequest, "%s", err)
+	case errors.Is(err, passbook.ErrClosed), errors.Is(err, storage.ErrClosed), errors.Is(err, offsets.ErrClosed):
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "%s", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "request canceled: %s", err)
+	}
+	return errorf(http.StatusInternalServerError, CodeInternal, "%s", err)
+}
+
+// trimPrefix drops the "passbook: " or "storage: " package prefix, which
+// says nothing to an HTTP client.
+func trimPrefix(s string) string {
+	for _, p := range []string{"passbook: ", "storage: "} {
+		if len(s) > len(p) && s[:len(p)] == p {
+			return s[len(p):]
+		}
+	}
+	return s
+}

@@ -1,0 +1,238 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's own instruments, in its registry. The state of
+// the logs and the consumers is read at scrape time by stateCollector.
+type metrics struct {
+	appendRecords  *prometheus.CounterVec   // topic
+	appendBytes    *prometheus.CounterVec   // topic
+	appendSeconds  prometheus.Histogram     //
+	readRecords    *prometheus.CounterVec   // topic
+	readBytes      *prometheus.CounterVec   // topic
+	requests       *prometheus.CounterVec   // route, method, code
+	requestSeconds *prometheus.HistogramVec // route
+	streams        prometheus.Gauge
+}
+
+// latencyBuckets span 50 µs to 10 s: appends in the OS take microseconds,
+// fsync'd ones milliseconds.
+func latencyBuckets() []float64 { return prometheus.ExponentialBucketsRange(50e-6, 10, 16) }
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{
+		appendRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "passbook_http_appended_records_total",
+			Help: "Records appended through the HTTP API, per topic.",
+		}, []string{"topic"}),
+		appendBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "passbook_http_appended_bytes_total",
+			Help: "Key, value and header bytes appended through the HTTP API, per topic.",
+		}, []string{"topic"}),
+		appendSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "passbook_http_append_duration_seconds",
+			Help:    "Time to append one HTTP request's records, until they are as durable as asked.",
+			Buckets: latencyBuckets(),
+		}),
+		readRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "passbook_http_read_records_total",
+			Help: "Records served by reads and SSE streams of the HTTP API, per topic.",
+		}, []string{"topic"}),
+		readBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "passbook_http_read_bytes_total",
+			Help: "Key, value and header bytes served by reads and SSE streams, per topic.",
+		}, []string{"topic"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "passbook_http_requests_total",
+			Help: "HTTP API requests, by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		requestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "passbook_http_request_duration_seconds",
+			Help:    "HTTP API request latency by route pattern (streams and long polls included).",
+			Buckets: latencyBuckets(),
+		}, []string{"route"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "passbook_http_sse_streams",
+			Help: "Server-Sent Events streams open now (record tails and dashboard events).",
+		}),
+	}
+	s.reg.MustRegister(m.appendRecords, m.appendBytes, m.appendSeconds, m.readRecords, m.readBytes,
+		m.requests, m.requestSeconds, m.streams, newStateCollector(s))
+	if s.o.SyncTimer != nil {
+		s.reg.MustRegister(s.o.SyncTimer)
+	}
+	return m
+}
+
+// forgetTopic drops a deleted topic's series.
+func (m *metrics) forgetTopic(topic string) {
+	for _, v := range []*prometheus.CounterVec{m.appendRecords, m.appendBytes, m.readRecords, m.readBytes} {
+		v.DeletePartialMatch(prometheus.Labels{"topic": topic})
+	}
+}
+
+func (m *metrics) instrument(route string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		m.requestSeconds.WithLabelValues(route).Observe(time.Since(began).Seconds())
+	})
+}
+
+// statusWriter remembers the status code; Unwrap lets
+// http.ResponseController reach Flush and deadlines underneath.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush lets plain http.Flusher checks work too.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack is never used by the API; it exists so wrapping keeps the
+// interface of the writer underneath.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// stateCollector reads the logs' extents, the recovery report and every
+// consumer's lag when /metrics is scraped, so the figures are those of
+// the moment and cost nothing between scrapes.
+type stateCollector struct {
+	s *Server
+
+	appended, head, start, bytes, segments, recovery *prometheus.Desc
+	recoveryTotal, torn, committed, lag, missed, up  *prometheus.Desc
+}
+
+func newStateCollector(s *Server) *stateCollector {
+	part := []string{"topic", "partition"}
+	cons := []string{"consumer", "topic", "partition"}
+	return &stateCollector{
+		s: s,
+		appended: prometheus.NewDesc("passbook_topic_appended_records_total",
+			"Records ever appended to the topic by any path (library, Kafka, HTTP): the sum of its partitions' heads.",
+			[]string{"topic"}, nil),
+		head: prometheus.NewDesc("passbook_partition_head_offset",
+			"The next offset the partition will assign (high watermark).", part, nil),
+		start: prometheus.NewDesc("passbook_partition_start_offset",
+			"The earliest offset the partition still keeps after retention.", part, nil),
+		bytes: prometheus.NewDesc("passbook_partition_bytes",
+			"Bytes of the partition's segment files.", part, nil),
+		segments: prometheus.NewDesc("passbook_partition_segments",
+			"Segments of the partition, the active one included.", part, nil),
+		recovery: prometheus.NewDesc("passbook_partition_recovery_seconds",
+			"Time the partition's open spent recovering (re-validating the tail after a crash).", part, nil),
+		recoveryTotal: prometheus.NewDesc("passbook_recovery_seconds",
+			"Time spent recovering the partitions open now, summed.", nil, nil),
+		torn: prometheus.NewDesc("passbook_recovery_torn_bytes",
+			"Bytes of torn tails truncated when the partitions open now were opened.", nil, nil),
+		committed: prometheus.NewDesc("passbook_consumer_committed_offset",
+			"The consumer's committed offset: the next offset it will read.", cons, nil),
+		lag: prometheus.NewDesc("passbook_consumer_lag_records",
+			"Records between the consumer's committed offset and the head (head − max(committed, log start)).", cons, nil),
+		missed: prometheus.NewDesc("passbook_consumer_missed_records",
+			"Records retention deleted before the consumer read them.", cons, nil),
+		up: prometheus.NewDesc("passbook_offset_store_up",
+			"1 if the offset store answered the scrape's query, else 0 (and no consumer series).", nil, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.appended, c.head, c.start, c.bytes, c.segments,
+		c.recovery, c.recoveryTotal, c.torn, c.committed, c.lag, c.missed, c.up} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	type extent struct{ start, head int64 }
+	extents := map[string][]extent{}
+	var recovery time.Duration
+	var torn int64
+	for _, t := range c.s.db.Topics() {
+		name := t.Name()
+		var sum int64
+		ext := make([]extent, t.Partitions())
+		for p := range t.Partitions() {
+			l, err := t.Partition(int32(p))
+			if err != nil {
+				continue
+			}
+			ps := strconv.Itoa(p)
+			ext[p] = extent{l.StartOffset(), l.Head()}
+			sum += ext[p].head
+			rec := l.Recovery()
+			recovery += rec.Duration
+			torn += rec.TornBytes
+			ch <- prometheus.MustNewConstMetric(c.head, prometheus.GaugeValue, float64(ext[p].head), name, ps)
+			ch <- prometheus.MustNewConstMetric(c.start, prometheus.GaugeValue, float64(ext[p].start), name, ps)
+			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(l.Size()), name, ps)
+			ch <- prometheus.MustNewConstMetric(c.segments, prometheus.GaugeValue, float64(l.SegmentCount()), name, ps)
+			ch <- prometheus.MustNewConstMetric(c.recovery, prometheus.GaugeValue, rec.Duration.Seconds(), name, ps)
+		}
+		extents[name] = ext
+		ch <- prometheus.MustNewConstMetric(c.appended, prometheus.CounterValue, float64(sum), name)
+	}
+	ch <- prometheus.MustNewConstMetric(c.recoveryTotal, prometheus.GaugeValue, recovery.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.torn, prometheus.GaugeValue, float64(torn))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	entries, err := c.s.db.Offsets().List(ctx, offsets.Filter{})
+	if err != nil {
+		if !errors.Is(err, offsets.ErrClosed) {
+			c.s.log.Warn("metrics: list committed offsets", "err", err)
+		}
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, e := range entries {
+		ext := extents[e.Topic]
+		if int(e.Partition) >= len(ext) {
+			continue // offsets of a deleted topic or partition
+		}
+		x := ext[e.Partition]
+		ps := strconv.Itoa(int(e.Partition))
+		ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(e.Offset), e.Consumer, e.Topic, ps)
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(x.head-max(e.Offset, x.start)), e.Consumer, e.Topic, ps)
+		ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(max(0, x.start-e.Offset)), e.Consumer, e.Topic, ps)
+	}
+}

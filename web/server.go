@@ -1,0 +1,322 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/passbook-log/passbook"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Options configure a Server. A nil or zero Options is valid: every zero
+// (or negative) field takes the default named in its comment.
+type Options struct {
+	// MaxBodyBytes bounds a request body; a bigger one is refused with
+	// 413 body_too_large. Default 8 MiB.
+	MaxBodyBytes int64
+	// MaxAppendRecords bounds the records of one JSON append. Default 10,000.
+	MaxAppendRecords int
+	// MaxReadRecords bounds the limit of one read. Default 1,000.
+	MaxReadRecords int
+	// MaxReadBytes bounds the keys, values and headers of one read's
+	// records; a read returns at least one record whatever its size.
+	// Default 4 MiB.
+	MaxReadBytes int
+	// MaxWait bounds a long poll's ?wait. Default 60 s.
+	MaxWait time.Duration
+	// EventInterval is how often /api/events looks for changes to send
+	// the dashboard: at most one update per interval. Default 500 ms.
+	EventInterval time.Duration
+	// HistoryWindow is how much per-second history of heads and lags the
+	// server keeps for the dashboard's charts. Default 15 minutes.
+	HistoryWindow time.Duration
+	// Heartbeat is the interval of SSE comments that keep idle streams
+	// open through proxies. Default 15 s.
+	Heartbeat time.Duration
+	// Registry is where the server registers its metrics, served at
+	// /metrics. Default: a new registry with the Go and process
+	// collectors. Either way Server.Registry returns it, for other
+	// parts of the process (the Kafka server) to add theirs.
+	Registry *prometheus.Registry
+	// SyncTimer, if set, is the file system the DB was opened with; its
+	// fsync latency histogram is served at /metrics.
+	SyncTimer *SyncTimer
+	// Logger receives the server's log lines. Default: discard.
+	Logger *slog.Logger
+}
+
+const (
+	defaultMaxBodyBytes     = 8 << 20
+	defaultMaxAppendRecords = 10_000
+	defaultMaxReadRecords   = 1_000
+	defaultMaxReadBytes     = 4 << 20
+	defaultMaxWait          = 60 * time.Second
+	defaultEventInterval    = 500 * time.Millisecond
+	defaultHistoryWindow    = 15 * time.Minute
+	defaultHeartbeat        = 15 * time.Second
+)
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.MaxAppendRecords <= 0 {
+		c.MaxAppendRecords = defaultMaxAppendRecords
+	}
+	if c.MaxReadRecords <= 0 {
+		c.MaxReadRecords = defaultMaxReadRecords
+	}
+	if c.MaxReadBytes <= 0 {
+		c.MaxReadBytes = defaultMaxReadBytes
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = defaultMaxWait
+	}
+	if c.EventInterval <= 0 {
+		c.EventInterval = defaultEventInterval
+	}
+	if c.HistoryWindow <= 0 {
+		c.HistoryWindow = defaultHistoryWindow
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = defaultHeartbeat
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Server is the HTTP face of a DB: the JSON API under /api/, Server-Sent
+// Events streams, /metrics, /healthz, /readyz and the dashboard at /. It
+// is an http.Handler; serve it with an http.Server. It does not own the
+// DB. Close it before shutting the http.Server down: Close ends the
+// streams and long polls, which Shutdown would otherwise wait for.
+type Server struct {
+	db     *passbook.DB
+	o      Options
+	log    *slog.Logger
+	mux    *http.ServeMux
+	routes []route
+	reg    *prometheus.Registry
+	m      *metrics
+	hub    *hub
+
+	// done is canceled by Close: streams and long polls end.
+	done      context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+// route is one registered endpoint; the OpenAPI test checks the table
+// against api/openapi.json.
+type route struct {
+	method, pattern string
+}
+
+// handlerFunc is an endpoint: an error it returns becomes the JSON error
+// response (unless the handler has started its response).
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// NewServer returns a Server for db. A nil opts means the defaults.
+func NewServer(db *passbook.DB, opts *Options) *Server {
+	o := opts.withDefaults()
+	s := &Server{db: db, o: o, log: o.Logger, mux: http.NewServeMux(), reg: o.Registry}
+	s.done, s.cancel = context.WithCancel(context.Background())
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s.m = newMetrics(s)
+	s.hub = newHub(s)
+
+	s.handle("GET /api/topics", s.listTopics)
+	s.handle("POST /api/topics", s.createTopic)
+	s.handle("GET /api/topics/{topic}", s.describeTopic)
+	s.handle("DELETE /api/topics/{topic}", s.deleteTopic)
+	s.handle("POST /api/topics/{topic}/records", s.appendTopic)
+	s.handle("GET /api/topics/{topic}/partitions/{partition}", s.describePartition)
+	s.handle("POST /api/topics/{topic}/partitions/{partition}/records", s.appendPartition)
+	s.handle("GET /api/topics/{topic}/partitions/{partition}/records", s.readRecords)
+	s.handle("GET /api/topics/{topic}/partitions/{partition}/stream", s.streamRecords)
+	s.handle("GET /api/consumers", s.listConsumers)
+	s.handle("GET /api/consumers/{consumer}", s.describeConsumer)
+	s.handle("GET /api/consumers/{consumer}/topics/{topic}", s.consumerLag)
+	s.handle("POST /api/consumers/{consumer}/topics/{topic}/commit", s.commitOffsets)
+	s.handle("POST /api/consumers/{consumer}/topics/{topic}/reset", s.resetOffsets)
+	s.handle("GET /api/events", s.events)
+	s.handle("GET /api/history", s.history)
+	s.handle("GET /api/openapi.json", s.openAPI)
+	s.handle("GET /healthz", s.healthz)
+	s.handle("GET /readyz", s.readyz)
+	s.routes = append(s.routes, route{"GET", "/metrics"})
+	s.mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(s.reg, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg})))
+
+	// The dashboard: everything else that is not under /api/.
+	static, _ := fs.Sub(staticFiles, "static")
+	files := http.FileServerFS(static)
+	s.mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	}))
+	return s
+}
+
+// handle registers h for pattern ("METHOD /path"), instrumented.
+func (s *Server) handle(pattern string, h handlerFunc) {
+	method, path, _ := strings.Cut(pattern, " ")
+	s.routes = append(s.routes, route{method, path})
+	s.mux.Handle(pattern, s.m.instrument(path, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}))
+}
+
+// ServeHTTP serves the API, metrics and the dashboard.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
+		if p := r.URL.Path; path.Clean(p) != p {
+			// The mux would redirect to the cleaned path: an API refuses
+			// instead, so "topics/../x" never reaches another resource.
+			s.writeError(w, r, badRequest("the path %q has empty, '.' or '..' segments", p))
+			return
+		}
+		if _, pattern := s.mux.Handler(r); pattern == "" || pattern == "GET /" {
+			s.noRoute(w, r)
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers an /api/ request that matches no route, in JSON: 405
+// with Allow when the path exists for other methods, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "GET /" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	s.writeError(w, r, errorf(http.StatusNotFound, CodeNotFound, "no API endpoint %s %s (see /api/openapi.json)", r.Method, r.URL.Path))
+}
+
+// Registry is the Prometheus registry served at /metrics. Other parts of
+// the process (the Kafka server) may register their collectors in it.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Close ends the server's streams and long polls and stops its
+// background sampling. It does not close the DB. Handlers called after
+// Close answer 503.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.cancel()
+		s.hub.stop()
+	})
+	return nil
+}
+
+// writeJSON writes v as the JSON response with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := toAPIError(err)
+	if ae.Status >= 500 {
+		s.log.Error("http: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, ae.Status, map[string]any{"error": ae})
+}
+
+// decodeJSON reads the request body as one JSON value into v, refusing
+// other content types, unknown fields, trailing data and bodies over
+// the limit.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := requireContentType(r, "application/json"); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return jsonError(err)
+		}
+		return errorf(http.StatusBadRequest, CodeMalformedJSON, "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	if errors.Is(err, io.EOF) {
+		return errorf(http.StatusBadRequest, CodeMalformedJSON, "the body is empty; it must be a JSON object")
+	}
+	return errorf(http.StatusBadRequest, CodeMalformedJSON, "the body is not valid JSON for this endpoint: %s", err)
+}
+
+// requireContentType refuses a request whose body is not of media type want.
+func requireContentType(r *http.Request, want ...string) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil {
+		for _, w := range want {
+			if mt == w {
+				return nil
+			}
+		}
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "Content-Type %s; want %s", ct, strings.Join(want, " or "))
+}
+
+// topic looks up the {topic} path value.
+func (s *Server) topic(r *http.Request) (*passbook.Topic, error) {
+	if s.closed.Load() {
+		return nil, passbook.ErrClosed
+	}
+	return s.db.Topic(r.PathValue("topic"))
+}
