@@ -73,6 +73,11 @@ func New(ctx context.Context, src Source, store *offsets.SQLite, opts Options) (
 	}
 	c := &Consumer{o: o, src: src, store: store, stopRenew: make(chan struct{}), lost: make(chan struct{})}
 	c.lease, err = store.Acquire(ctx, o.Name, src.Name(), o.Holder, o.LeaseTTL)
+	var held *offsets.LeaseHeldError
+	if errors.As(err, &held) && holderGone(held.Held.Holder) {
+		o.Logger.Warn("taking over the lease of a consumer process that is gone", "consumer", o.Name, "topic", src.Name(), "holder", held.Held.Holder)
+		c.lease, err = store.TakeOver(ctx, held.Held, o.Holder, o.LeaseTTL)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s on %s: %w", o.Name, src.Name(), err)
 	}

@@ -3,7 +3,6 @@ package consumer
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +145,7 @@ type Options struct {
 	EveryD     time.Duration // CommitEvery: or after this long (default 1 s)
 	OnGap      Gap
 	LeaseTTL   time.Duration // default 15 s; renewed at a third of it
-	Holder     string        // names this process in errors; default host:pid
+	Holder     string        // names this process in errors; default host:pid, which lets a successor take over a crashed holder's lease at once
 	Logger     *slog.Logger
 }
 
@@ -167,8 +166,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.LeaseTTL = 15 * time.Second
 	}
 	if o.Holder == "" {
-		host, _ := os.Hostname()
-		o.Holder = fmt.Sprintf("%s:%d", host, os.Getpid())
+		o.Holder = defaultHolder()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

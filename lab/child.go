@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,16 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/consumer"
-	"github.com/passbook-log/passbook/offsets"
 )
-
-// childLease is the lease the child's consumer takes: short, because its
-// successor has to wait for a killed holder's lease to expire.
-const childLease = 300 * time.Millisecond
 
 // crashChild runs Part 2's first consumer in a child process, kills it
 // with SIGKILL right after the crash point, reopens the data directory and
@@ -75,16 +68,9 @@ func crashChild(ctx context.Context, o Options, dir string, r *Result) (*passboo
 		counts[binary.LittleEndian.Uint64(b)]++
 		r.ProcessedBeforeCrash++
 	}
-	// The killed consumer's lease outlives it until it expires.
-	deadline := time.Now().Add(10 * childLease)
-	for {
-		err = resume(ctx, o, db, t, r, counts)
-		if !errors.Is(err, offsets.ErrLeaseHeld) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(childLease / 10)
-	}
-	if err != nil {
+	// The killed consumer's lease is still live, but it names a process
+	// that is gone, so the new consumer takes it over at once.
+	if err := resume(ctx, o, db, t, r, counts); err != nil {
 		db.Close()
 		return nil, nil, err
 	}
@@ -121,7 +107,7 @@ func ChildMain(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: mode, LeaseTTL: childLease})
+	c, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: mode})
 	if err != nil {
 		return err
 	}

@@ -73,17 +73,22 @@ func (s *SQLite) Acquire(ctx context.Context, consumer, topic, holder string, tt
 				return &LeaseHeldError{Held: cur, Now: now}
 			}
 			l.Generation = cur.Generation + 1
-			return execStmt(c, `INSERT INTO passbook_leases (consumer, topic, holder, generation, expires_ms)
-				VALUES (?1, ?2, ?3, ?4, ?5)
-				ON CONFLICT (consumer, topic) DO UPDATE SET
-					holder = excluded.holder, generation = excluded.generation, expires_ms = excluded.expires_ms`,
-				consumer, topic, holder, l.Generation, l.Expires.UnixMilli())
+			return putLease(c, l)
 		})
 	})
 	if err != nil {
 		return Lease{}, wrap(err, "acquire lease on consumer %q topic %q for %q", consumer, topic, holder)
 	}
 	return l, nil
+}
+
+// putLease writes l as the lease row of its consumer and topic.
+func putLease(c *sqlite3.Conn, l Lease) error {
+	return execStmt(c, `INSERT INTO passbook_leases (consumer, topic, holder, generation, expires_ms)
+		VALUES (?1, ?2, ?3, ?4, ?5)
+		ON CONFLICT (consumer, topic) DO UPDATE SET
+			holder = excluded.holder, generation = excluded.generation, expires_ms = excluded.expires_ms`,
+		l.Consumer, l.Topic, l.Holder, l.Generation, l.Expires.UnixMilli())
 }
 
 // currentLease reads the lease row; a released lease has Expires at the
@@ -222,4 +227,38 @@ func execStmt(c *sqlite3.Conn, sql string, args ...any) error {
 		return err
 	}
 	return st.Exec()
+}
+
+// TakeOver replaces held — if it is still the current lease, with the
+// same holder and generation — by a new lease for holder, even though
+// held has not expired. It is for a successor that knows the holder is
+// gone (its process no longer exists), so it need not wait out the TTL.
+// If the lease changed meanwhile it fails like Acquire would.
+func (s *SQLite) TakeOver(ctx context.Context, held Lease, holder string, ttl time.Duration) (Lease, error) {
+	if err := validateLease(held.Consumer, held.Topic, holder); err != nil {
+		return Lease{}, err
+	}
+	if err := validateTTL(ttl); err != nil {
+		return Lease{}, err
+	}
+	now := s.opts.Now()
+	l := Lease{Consumer: held.Consumer, Topic: held.Topic, Holder: holder, TTL: ttl,
+		Expires: timeMs(now.Add(ttl).UnixMilli())}
+	err := s.do(ctx, func(c *sqlite3.Conn) error {
+		return txLocked(c, func() error {
+			cur, found, err := currentLease(c, held.Consumer, held.Topic)
+			if err != nil {
+				return err
+			}
+			if found && (cur.Holder != held.Holder || cur.Generation != held.Generation) && cur.Holder != holder && now.Before(cur.Expires) {
+				return &LeaseHeldError{Held: cur, Now: now}
+			}
+			l.Generation = cur.Generation + 1
+			return putLease(c, l)
+		})
+	})
+	if err != nil {
+		return Lease{}, wrap(err, "take over lease on consumer %q topic %q for %q", held.Consumer, held.Topic, holder)
+	}
+	return l, nil
 }

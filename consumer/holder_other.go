@@ -1,0 +1,5 @@
+//go:build !unix
+
+package consumer
+
+func processGone(int) bool { return false }
