@@ -265,8 +265,38 @@ func (l *Log) loadFromIndex(s *segment, size int64, active bool) error {
 			return err
 		}
 		s.firstMs = h.BaseTimestamp
+		if err := s.checkTimeIndex(h, next); err != nil {
+			return err
+		}
 	} else {
 		s.sinceIndex, s.sinceTime = l.o.IndexInterval, l.o.IndexInterval
+	}
+	return nil
+}
+
+// checkTimeIndex checks the ends of a loaded segment's time index, as
+// index.load does for the offset index: the first batch (header first),
+// if it has a timestamp, made the first entry, and the entries are in
+// order and inside the segment. A damaged time index returns an error; the
+// caller rebuilds it.
+func (s *segment) checkTimeIndex(first batch.Header, next int64) error {
+	if s.idx.timeCount == 0 {
+		if first.MaxTimestamp >= 0 {
+			return errors.New("time index is empty")
+		}
+		return nil
+	}
+	e0, err := s.idx.timeAt(0)
+	if err != nil {
+		return err
+	}
+	last, err := s.idx.timeAt(s.idx.timeCount - 1)
+	if err != nil {
+		return err
+	}
+	if first.MaxTimestamp >= 0 && (e0.rel != 0 || e0.ms != first.MaxTimestamp) ||
+		last.ms < e0.ms || last.rel < e0.rel || int64(last.rel) >= next-s.base {
+		return errors.New("time index entries out of order or past the segment end")
 	}
 	return nil
 }
@@ -319,6 +349,11 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 		}
 		if err == nil && h.BaseOffset != next {
 			err = fmt.Errorf("batch has base offset %d, want %d", h.BaseOffset, next)
+		}
+		if err == nil && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) {
+			// Stored batches are validated; this one would move the head
+			// by a count its records do not have.
+			err = fmt.Errorf("batch has %d records and last offset delta %d", h.RecordCount, h.LastOffsetDelta)
 		}
 		if err != nil {
 			if !active || pos < synced {

@@ -23,7 +23,12 @@ type Reader struct {
 	br   batchReader
 	cur  batch.Cursor
 	in   bool  // cur holds a batch with records left
-	err  error // sticky
+	pos  int64 // file position of cur's batch
+	want int64 // offset of cur's next record
+	// chain is the base offset the next batch must have, or −1 right
+	// after a seek by the sparse index, whose entry is not checksummed.
+	chain int64
+	err   error // sticky
 }
 
 // NewReader returns a Reader positioned at offset from. An offset outside
@@ -58,6 +63,14 @@ func (r *Reader) TryNext() (rec batch.Record, ok bool, err error) {
 				if !ok {
 					break
 				}
+				// Batches are stored validated: records at offsets base,
+				// base+1, … up to the header's last offset. A batch whose
+				// CRC holds but whose offsets do not would make gaps or
+				// repeats.
+				if rec.Offset != r.want {
+					return rec, false, r.fail(r.seg.corrupt(r.pos, fmt.Errorf("record %d of the batch at offset %d has offset %d", r.want-r.cur.Header().BaseOffset, r.cur.Header().BaseOffset, rec.Offset)))
+				}
+				r.want++
 				if rec.Offset >= r.next { // a batch may start before the reader's offset
 					r.next = rec.Offset + 1
 					return rec, true, nil
@@ -65,7 +78,10 @@ func (r *Reader) TryNext() (rec batch.Record, ok bool, err error) {
 			}
 			r.in = false
 			if err := r.cur.Err(); err != nil {
-				return rec, false, r.fail(r.seg.corrupt(r.br.pos, err))
+				return rec, false, r.fail(r.seg.corrupt(r.pos, err))
+			}
+			if h := r.cur.Header(); r.want != h.NextOffset() {
+				return rec, false, r.fail(r.seg.corrupt(r.pos, fmt.Errorf("batch at offset %d has records up to offset %d, its header says %d", h.BaseOffset, r.want-1, h.LastOffset())))
 			}
 		}
 		more, err := r.nextBatch()
@@ -110,6 +126,14 @@ func (r *Reader) nextBatch() (bool, error) {
 			}
 		}
 		pos, b, h, err := r.br.next()
+		if r.chain < 0 && pos > 0 && (err != nil && err != io.EOF || err == nil && h.BaseOffset > r.next) {
+			// The index entry did not lead to the batch holding r.next
+			// (or one before it): read the segment from its start. (At
+			// io.EOF the entry may be a batch not yet published.)
+			r.l.o.Logger.Warn("sparse index entry does not match the segment; scanning it", "segment", r.seg.path, "offset", r.next, "pos", pos)
+			r.br.reset(r.seg.log, 0, r.br.limit)
+			continue
+		}
 		if err == io.EOF {
 			// Refresh the limit: the active segment may have grown.
 			if limit := r.seg.size.Load(); limit > r.br.limit {
@@ -130,16 +154,28 @@ func (r *Reader) nextBatch() (bool, error) {
 		if err == nil {
 			_, err = batch.Check(b)
 		}
+		if err == nil {
+			// The CRC does not cover the base offset: check the chain.
+			switch {
+			case pos == 0 && h.BaseOffset != r.seg.base:
+				err = fmt.Errorf("first batch has base offset %d, the segment's is %d", h.BaseOffset, r.seg.base)
+			case r.chain >= 0 && h.BaseOffset != r.chain:
+				err = fmt.Errorf("batch has base offset %d, the one before it ends at %d", h.BaseOffset, r.chain)
+			case h.BaseOffset > r.next:
+				err = fmt.Errorf("batch has base offset %d, past offset %d", h.BaseOffset, r.next)
+			}
+		}
 		if err != nil {
 			return false, r.seg.corrupt(pos, err)
 		}
+		r.chain = h.NextOffset()
 		if h.NextOffset() <= r.next {
 			continue
 		}
 		if err := r.cur.Reset(b); err != nil {
 			return false, r.seg.corrupt(pos, err)
 		}
-		r.in = true
+		r.in, r.pos, r.want = true, pos, h.BaseOffset
 		return true, nil
 	}
 }
@@ -169,7 +205,7 @@ func (r *Reader) seek() (bool, error) {
 			s.release()
 			return false, fmt.Errorf("%s: %w", s.path, err)
 		}
-		r.seg = s
+		r.seg, r.chain = s, -1
 		r.br.reset(s.log, int64(pos), s.size.Load())
 		return true, nil
 	}
@@ -252,7 +288,11 @@ func (l *Log) offsetForTimeIn(s *segment, ms int64) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	from := max(s.base+int64(rel), l.start.Load())
+	from := s.base + int64(rel)
+	if from >= s.next.Load() { // a damaged time index entry: scan the segment
+		from = s.base
+	}
+	from = max(from, l.start.Load())
 	for rec, err := range l.Records(from) {
 		if err != nil {
 			return 0, false, err
