@@ -166,7 +166,7 @@ func newStateCollector(s *Server) *stateCollector {
 		committed: prometheus.NewDesc("passbook_consumer_committed_offset",
 			"The consumer's committed offset: the next offset it will read.", cons, nil),
 		lag: prometheus.NewDesc("passbook_consumer_lag_records",
-			"Records between the consumer's committed offset and the head (head − max(committed, log start)).", cons, nil),
+			"Records between the consumer's committed offset and the head: head − max(committed, log start), or head − log start on a partition with nothing committed.", cons, nil),
 		missed: prometheus.NewDesc("passbook_consumer_missed_records",
 			"Records retention deleted before the consumer read them.", cons, nil),
 		up: prometheus.NewDesc("passbook_offset_store_up",
@@ -224,15 +224,35 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	for _, e := range entries {
-		ext := extents[e.Topic]
-		if int(e.Partition) >= len(ext) {
-			continue // offsets of a deleted topic or partition
+	// Lag as consumer.Lag and `passbook lag` count it: on every partition
+	// of a topic the consumer has committed on, a partition with nothing
+	// committed lagging by all it keeps.
+	for i := 0; i < len(entries); {
+		j := i
+		for j < len(entries) && entries[j].Consumer == entries[i].Consumer && entries[j].Topic == entries[i].Topic {
+			j++
 		}
-		x := ext[e.Partition]
-		ps := strconv.Itoa(int(e.Partition))
-		ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(e.Offset), e.Consumer, e.Topic, ps)
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(x.head-max(e.Offset, x.start)), e.Consumer, e.Topic, ps)
-		ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(max(0, x.start-e.Offset)), e.Consumer, e.Topic, ps)
+		group := entries[i:j]
+		i = j
+		cons, topic := group[0].Consumer, group[0].Topic
+		ext, ok := extents[topic]
+		if !ok {
+			continue // offsets of a deleted topic
+		}
+		committed := map[int32]int64{}
+		for _, e := range group {
+			committed[e.Partition] = e.Offset
+		}
+		for p, x := range ext {
+			ps := strconv.Itoa(p)
+			off, ok := committed[int32(p)]
+			if !ok {
+				ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(x.head-x.start), cons, topic, ps)
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(off), cons, topic, ps)
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(x.head-max(off, x.start)), cons, topic, ps)
+			ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(max(0, x.start-off)), cons, topic, ps)
+		}
 	}
 }

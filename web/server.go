@@ -194,7 +194,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 // ServeHTTP serves the API, metrics and the dashboard.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
-		if p := r.URL.Path; path.Clean(p) != p {
+		if p := r.URL.EscapedPath(); path.Clean(p) != p {
 			// The mux would redirect to the cleaned path: an API refuses
 			// instead, so "topics/../x" never reaches another resource.
 			s.writeError(w, r, badRequest("the path %q has empty, '.' or '..' segments", p))
