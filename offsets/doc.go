@@ -52,10 +52,10 @@
 //
 //   - SyncNormal (the default): the commit is in the WAL in the OS; it
 //     survives a crash of the process, and a power loss may roll back the
-//     last commits (the file stays consistent). The WAL is fsync'd at
-//     each checkpoint. A consumer then re-reads a few records: at least once.
+//     last commits (the file stays consistent; the WAL is fsync'd at each
+//     checkpoint), and the consumer re-reads those records: at least once.
 //   - SyncFull: the WAL is fsync'd before Commit returns; the commit
-//     survives a power loss. About 10,000 commits/s here instead of 200,000.
+//     survives a power loss, at an fsync per commit.
 //
 // # Locking and speed
 //
@@ -64,9 +64,9 @@
 // method of the Store runs on it. By default that connection holds the
 // file in SQLite's exclusive locking mode, which spares the file locks and
 // shared-memory bookkeeping of every transaction (the data directory has
-// one owning process anyway): about 1.7x the commit rate of normal
-// locking, and 5x database/sql's BEGIN/UPSERT/COMMIT. A second process
-// opening the file gets ErrLocked.
+// one owning process anyway): about twice the commit rate of normal
+// locking, and over 4x database/sql's BEGIN/UPSERT/COMMIT. A second
+// process opening the file gets ErrLocked.
 //
 // Exclusive locks would shut the DB pool out, so when the pool opens its
 // first connection (DB itself costs nothing until used), the direct
@@ -77,10 +77,10 @@
 //
 // Measured on 2 cores (go test -bench . ./offsets/), commits per second:
 //
-//	Commit, exclusive (default)        ~200,000
-//	Commit, shared (after DB is used)  ~110,000
-//	CommitFenced                       ~190,000
-//	CommitTx in its own transaction     ~40,000
-//	database/sql BEGIN/UPSERT/COMMIT    ~40,000
-//	Commit, SyncFull                     ~9,000 (fsync-bound)
+//	Commit, exclusive (the default)          ~185,000
+//	CommitFenced                             ~170,000
+//	Commit, shared (once DB is used)          ~95,000
+//	CommitTx, one transaction each            ~73,000
+//	database/sql BEGIN/UPSERT/COMMIT          ~43,000 (4 KiB pages, not prepared)
+//	Commit, SyncFull                          ~10,000 (fsync-bound)
 package offsets
