@@ -40,6 +40,10 @@ func fetch(_ context.Context, c *conn, req *kmsg.FetchRequest) (reply, error) {
 	return reply{resp: resp, wait: func(ctx context.Context) { c.fetch(ctx, req, parts) }}, nil
 }
 
+// noRecords is an empty record set. It must not be nil, which kmsg
+// encodes as a null, which librdkafka refuses ("protocol parse failure").
+var noRecords = []byte{}
+
 // fetchPart is one partition of a fetch.
 type fetchPart struct {
 	l    *storage.Log // nil when out.ErrorCode says why
@@ -63,6 +67,7 @@ func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []
 			rp, p := &rt.Partitions[j], &t.Partitions[j]
 			p.Default()
 			p.Partition = rp.Partition
+			p.RecordBatches = noRecords
 			fp := fetchPart{from: rp.FetchOffset, max: int(rp.PartitionMaxBytes), out: p}
 			if terr != nil {
 				p.ErrorCode = errorCode(terr)
@@ -101,7 +106,7 @@ func (c *conn) readParts(parts []fetchPart, maxBytes int) (total int, failed boo
 	for i := range parts {
 		fp := &parts[i]
 		p := fp.out
-		p.RecordBatches = nil
+		p.RecordBatches = noRecords
 		if fp.l == nil {
 			failed = true
 			continue
