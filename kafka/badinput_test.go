@@ -107,7 +107,9 @@ func TestBadInput_ConnectionClosed(t *testing.T) {
 		b = binary.BigEndian.AppendUint32(b, 1)
 		return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
 	}
-	sized := func(body []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...) }
+	sized := func(body []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
 	metadata := kmsg.NewPtrMetadataRequest()
 	metadata.Version = 1
 	fetch3 := kmsg.NewPtrFetchRequest()
