@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/kafka"
+	"github.com/passbook-log/passbook/web"
 	"github.com/spf13/cobra"
 )
 
 func newServeCmd(e *env) *cobra.Command {
 	var (
 		kafkaAddr string
+		httpAddr  string
 		ko        kafka.Options
 		autoTopic bool
 		grace     time.Duration
@@ -45,7 +48,8 @@ checkpoint).`,
 				return usageError{err}
 			}
 			log := e.logger()
-			db, err := passbook.Open(e.data, &passbook.Options{Logger: log})
+			timer := web.NewSyncTimer(nil) // fsync latency for /metrics
+			db, err := passbook.Open(e.data, &passbook.Options{Logger: log, FS: timer})
 			if err != nil {
 				return err
 			}
@@ -55,13 +59,19 @@ checkpoint).`,
 				db.Close()
 				return err
 			}
-			return serveAll(cmd.Context(), log, db, grace, []service{{
+			services := []service{{
 				name: "kafka", addr: kafkaAddr, serve: ks.Serve, shutdown: ks.Shutdown,
-			}})
+			}}
+			if httpAddr != "" {
+				hs, _ := httpService(db, httpAddr, timer, log)
+				services = append(services, hs)
+			}
+			return serveAll(cmd.Context(), log, db, grace, services)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kafkaAddr, "kafka", "127.0.0.1:9092", "address to serve the Kafka protocol on")
+	f.StringVar(&httpAddr, "http", "", "also serve the HTTP API, /metrics and the dashboard on this address, such as 127.0.0.1:8080")
 	f.StringVar(&ko.Advertise, "advertise", "", "host:port clients are told to connect to (default: the --kafka address)")
 	f.BoolVar(&autoTopic, "auto-create-topics", true, "create a topic when a client asks for metadata of a missing one and allows creation")
 	f.IntVar(&ko.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of topics created with the default count")
@@ -116,7 +126,7 @@ func serveAll(ctx context.Context, log *slog.Logger, db *passbook.DB, grace time
 			// Not ctx: a signal means a graceful shutdown, below, not
 			// connections closed at once.
 			err := s.serve(context.Background(), lns[i])
-			if !errors.Is(err, kafka.ErrServerClosed) {
+			if !errors.Is(err, kafka.ErrServerClosed) && !errors.Is(err, http.ErrServerClosed) {
 				failed <- fmt.Errorf("%s: %w", s.name, err)
 			}
 			stopped <- struct{}{}
