@@ -160,6 +160,9 @@ func (l *Log) durable(d Durability, end int64) error {
 	if d == DefaultDurability {
 		d = l.o.Durability
 	}
+	if d == Interval {
+		l.interval.Store(true)
+	}
 	if d != Fsync {
 		return nil
 	}

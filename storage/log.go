@@ -33,6 +33,9 @@ type Log struct {
 	start  atomic.Int64               // log start offset
 	failed atomic.Pointer[error]      // sticky write or sync error
 	closed atomic.Bool
+	// interval is set by an append with Interval durability: the next
+	// background tick fsyncs, even when the log's default is not Interval.
+	interval atomic.Bool
 
 	buf    []byte        // encoding buffer, under mu
 	dec    batch.Decoder // validates AppendBatch input, under mu
@@ -590,7 +593,7 @@ func (l *Log) background() {
 		case <-l.stop:
 			return
 		case <-t.C:
-			if l.o.Durability == Interval {
+			if l.interval.Swap(false) {
 				l.syncNow()
 			}
 			if err := l.checkpointNow(); err != nil {
