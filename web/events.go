@@ -34,9 +34,9 @@ type dashState struct {
 }
 
 type topicState struct {
-	Name       string               `json:"name"`
-	Config     passbook.TopicConfig `json:"config"`
-	Partitions []partState          `json:"partitions"`
+	Name       string                `json:"name"`
+	Config     *passbook.TopicConfig `json:"config,omitempty"` // new topics only, in updates
+	Partitions []partState           `json:"partitions"`
 }
 
 type partState struct {
@@ -188,7 +188,7 @@ func (h *hub) collectLocked() (*dashState, error) {
 	st := &dashState{T: time.Now().UnixMilli(), Topics: map[string]*topicState{}, Groups: map[groupKey]*consumerGroup{}}
 	for _, t := range h.s.db.Topics() {
 		info := t.Describe()
-		ts := &topicState{Name: info.Name, Config: info.Config, Partitions: make([]partState, len(info.Partitions))}
+		ts := &topicState{Name: info.Name, Config: &info.Config, Partitions: make([]partState, len(info.Partitions))}
 		for i, p := range info.Partitions {
 			ts.Partitions[i] = partState{P: p.Partition, Start: p.StartOffset, Head: p.Head, Bytes: p.Bytes, Segments: p.Segments}
 		}

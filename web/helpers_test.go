@@ -31,11 +31,21 @@ func newEnv(t *testing.T, opts *Options) *env {
 
 func newEnvDB(t *testing.T, dbOpts *passbook.Options, opts *Options) *env {
 	t.Helper()
+	return newEnvSetup(t, dbOpts, opts, nil)
+}
+
+// newEnvSetup calls setup on the DB before the server starts, as when a
+// server starts on a data directory that has history.
+func newEnvSetup(t *testing.T, dbOpts *passbook.Options, opts *Options, setup func(*passbook.DB)) *env {
+	t.Helper()
 	db, err := passbook.Open(t.TempDir(), dbOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	if setup != nil {
+		setup(db)
+	}
 	if opts == nil {
 		opts = &Options{}
 	}
