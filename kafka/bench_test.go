@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -243,6 +244,12 @@ func paced(b *testing.B, cl *kgo.Client, rate float64, d time.Duration) []time.D
 	wg.Wait()
 	if f := failed.Load(); f > 0 {
 		b.Fatalf("%d records failed", f)
+	}
+	if os.Getenv("PASSBOOK_BENCH_TRACE") != "" {
+		per := total / 30
+		for w := 0; w < 30; w++ {
+			b.Logf("window %2d: max %v", w, slices.Max(lat[w*per:(w+1)*per]))
+		}
 	}
 	if el := time.Since(began); el > d*3/2 {
 		b.Logf("fell behind: %d records took %v at a target of %v", total, el, d)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestSarama_ProduceConsume(t *testing.T) {
+	sarama.Logger = log.New(io.Discard, "", 0) // before any client: sarama reads it from its goroutines
 	for _, tc := range []struct {
 		name    string
 		version sarama.KafkaVersion
@@ -21,7 +22,6 @@ func TestSarama_ProduceConsume(t *testing.T) {
 		{"max version zstd", sarama.MaxVersion, sarama.CompressionZSTD},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sarama.Logger = log.New(io.Discard, "", 0)
 			ts := startServer(t, nil)
 			cfg := sarama.NewConfig()
 			cfg.Version = tc.version
