@@ -168,7 +168,7 @@ func (s *Server) consumerLag(w http.ResponseWriter, r *http.Request) error {
 		ct.Lag += pl.Lag
 		ct.Missed += pl.Missed
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"consumer": name, "topic": ct.Topic, "lag": ct.Lag, "missed": ct.Missed, "partitions": ct.Partitions})
+	return writeJSON(w, http.StatusOK, consumerLagResponse{Consumer: name, Topic: ct.Topic, Lag: ct.Lag, Missed: ct.Missed, Partitions: ct.Partitions})
 }
 
 // commitRequest is the body of a commit.
@@ -220,7 +220,24 @@ func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, Position{Partition: k.Partition, Offset: off})
 	}
 	slices.SortFunc(out, func(a, b Position) int { return int(a.Partition - b.Partition) })
-	return writeJSON(w, http.StatusOK, map[string]any{"consumer": name, "topic": t.Name(), "offsets": out})
+	return writeJSON(w, http.StatusOK, offsetsResponse{Consumer: name, Topic: t.Name(), Offsets: out})
+}
+
+// consumerLagResponse is a consumer's standing on one topic.
+type consumerLagResponse struct {
+	Consumer   string                  `json:"consumer"`
+	Topic      string                  `json:"topic"`
+	Lag        int64                   `json:"lag"`
+	Missed     int64                   `json:"missed"`
+	Partitions []consumer.PartitionLag `json:"partitions"`
+}
+
+// offsetsResponse is the answer to a commit or a reset: the offsets now
+// committed.
+type offsetsResponse struct {
+	Consumer string     `json:"consumer"`
+	Topic    string     `json:"topic"`
+	Offsets  []Position `json:"offsets"`
 }
 
 // resetRequest is the body of a reset.
@@ -267,5 +284,5 @@ func (s *Server) resetOffsets(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.SortFunc(out, func(a, b Position) int { return int(a.Partition - b.Partition) })
 	s.log.Info("http: reset consumer", "consumer", name, "topic", t.Name(), "to", to)
-	return writeJSON(w, http.StatusOK, map[string]any{"consumer": name, "topic": t.Name(), "offsets": out})
+	return writeJSON(w, http.StatusOK, offsetsResponse{Consumer: name, Topic: t.Name(), Offsets: out})
 }

@@ -11,14 +11,6 @@ import (
 	"github.com/passbook-log/passbook/offsets"
 )
 
-type consumerLagResult struct {
-	Consumer   string                  `json:"consumer"`
-	Topic      string                  `json:"topic"`
-	Lag        int64                   `json:"lag"`
-	Missed     int64                   `json:"missed"`
-	Partitions []consumer.PartitionLag `json:"partitions"`
-}
-
 func TestConsumers_CommitListLag(t *testing.T) {
 	e := newEnv(t, nil)
 	topic := e.createTopic("orders", 2)
@@ -64,7 +56,7 @@ func TestConsumers_CommitListLag(t *testing.T) {
 		t.Errorf("partitions %+v", ps)
 	}
 
-	var lag consumerLagResult
+	var lag consumerLagResponse
 	r = e.get("/api/consumers/analytics-v2/topics/orders")
 	e.want(r, http.StatusOK, "")
 	r.decode(t, &lag)

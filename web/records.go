@@ -377,10 +377,19 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.m.readRecords.WithLabelValues(t.Name()).Add(float64(len(recs)))
 	s.m.readBytes.WithLabelValues(t.Name()).Add(float64(size))
-	return writeJSON(w, http.StatusOK, map[string]any{
-		"topic": t.Name(), "partition": p, "start_offset": l.StartOffset(), "head": l.Head(),
-		"next_offset": rd.Offset(), "records": recs,
+	return writeJSON(w, http.StatusOK, readResponse{
+		Topic: t.Name(), Partition: p, StartOffset: l.StartOffset(), Head: l.Head(), NextOffset: rd.Offset(), Records: recs,
 	})
+}
+
+// readResponse is the answer to a read.
+type readResponse struct {
+	Topic       string      `json:"topic"`
+	Partition   int32       `json:"partition"`
+	StartOffset int64       `json:"start_offset"`
+	Head        int64       `json:"head"`
+	NextOffset  int64       `json:"next_offset"` // the offset to read next
+	Records     []recordOut `json:"records"`
 }
 
 // parseOffset parses an offset parameter: a number, earliest or latest

@@ -12,20 +12,11 @@ import (
 	"github.com/passbook-log/passbook/storage"
 )
 
-type readResult struct {
-	Topic       string      `json:"topic"`
-	Partition   int32       `json:"partition"`
-	StartOffset int64       `json:"start_offset"`
-	Head        int64       `json:"head"`
-	NextOffset  int64       `json:"next_offset"`
-	Records     []recordOut `json:"records"`
-}
-
-func (e *env) read(path string) readResult {
+func (e *env) read(path string) readResponse {
 	e.t.Helper()
 	r := e.get(path)
 	e.want(r, http.StatusOK, "")
-	var rr readResult
+	var rr readResponse
 	r.decode(e.t, &rr)
 	return rr
 }
