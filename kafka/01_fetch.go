@@ -19,6 +19,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,7 +137,7 @@ func (c *conn) readParts(parts []fetchPart, maxBytes int) (total int, failed boo
 		}
 		if chunk.Size > 0 && (total == 0 || total+int(chunk.Size) <= maxBytes) {
 			n := len(buf)
-			buf = append(buf, make([]byte, chunk.Size)...)
+			buf = slices.Grow(buf, int(chunk.Size))[:n+int(chunk.Size)] // no zeroing when it fits
 			if _, err := chunk.File.ReadAt(buf[n:], chunk.Pos); err != nil {
 				c.s.log.Error("kafka: fetch read failed", "file", chunk.File.Name(), "pos", chunk.Pos, "err", err)
 				p.ErrorCode = kerr.KafkaStorageError.Code

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -36,6 +37,9 @@ var topicConfigs = []topicConfigKey{
 		get: func(c passbook.TopicConfig) string { return bytesOrUnlimited(c.RetentionBytes) },
 		set: func(c *passbook.TopicConfig, v string) error {
 			n, err := parseInt(v, -1)
+			if err == nil && n == 0 {
+				return fmt.Errorf("0 would delete every closed segment; use -1 for no limit")
+			}
 			c.RetentionBytes = max(n, 0)
 			return err
 		},
@@ -56,7 +60,7 @@ var topicConfigs = []topicConfigKey{
 		get: func(c passbook.TopicConfig) string { return strconv.FormatInt(c.SegmentAge.Milliseconds(), 10) },
 		set: func(c *passbook.TopicConfig, v string) error {
 			n, err := parseInt(v, 1)
-			c.SegmentAge = time.Duration(n) * time.Millisecond
+			c.SegmentAge = time.Duration(min(n, maxMs)) * time.Millisecond
 			return err
 		},
 	},
@@ -139,8 +143,15 @@ func parseMsOrForever(v string) (time.Duration, error) {
 	if n == 0 {
 		return 0, fmt.Errorf("0 would delete every segment at once; use -1 to keep records forever")
 	}
+	if n >= maxMs {
+		return 0, nil // longer than a Duration holds: forever
+	}
 	return time.Duration(n) * time.Millisecond, nil
 }
+
+// maxMs is the longest time, in milliseconds, a time.Duration holds
+// (about 292 years).
+const maxMs = math.MaxInt64 / int64(time.Millisecond)
 
 // parseInt parses a decimal integer of at least lo.
 func parseInt(v string, lo int64) (int64, error) {
