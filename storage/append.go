@@ -3,9 +3,10 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/passbook-log/passbook/batch"
 )
@@ -48,7 +49,7 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 		if err == nil {
 			var h batch.Header
 			if h, err = batch.ParseHeader(l.buf); err == nil {
-				err = l.writeLocked(l.buf, h)
+				err = l.writeLocked(l.buf, h, now)
 			}
 		}
 		if err != nil {
@@ -88,7 +89,7 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 	first := l.head.Load()
 	batch.SetBaseOffset(b, first)
 	h.BaseOffset = first
-	if err := l.writeLocked(b, h); err != nil {
+	if err := l.writeLocked(b, h, l.o.Now()); err != nil {
 		l.mu.Unlock()
 		return 0, err
 	}
@@ -109,10 +110,10 @@ func recordBytes(r *batch.Record) int {
 // writeLocked writes one batch, whose base offset is already the head, to
 // the active segment (rolling first if due), indexes it and publishes it
 // to readers. Any failure is sticky.
-func (l *Log) writeLocked(b []byte, h batch.Header) error {
+func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	s := l.active()
 	if s.size.Load() > 0 && (s.size.Load()+int64(len(b)) > l.o.SegmentBytes ||
-		(s.firstMs >= 0 && l.o.Now().UnixMilli()-s.firstMs >= l.o.SegmentAge.Milliseconds())) {
+		(s.firstMs >= 0 && now.UnixMilli()-s.firstMs >= l.o.SegmentAge.Milliseconds())) {
 		var err error
 		if s, err = l.rollLocked(); err != nil {
 			return l.fail(fmt.Errorf("roll segment: %w", err))
@@ -268,11 +269,11 @@ func (l *Log) syncNow() {
 
 // notifier wakes readers waiting for new records. Appenders close the
 // current channel only when a reader took it, so an append with nobody
-// waiting costs one atomic-free check under the lock.
+// waiting costs one atomic load.
 type notifier struct {
+	taken atomic.Bool // a reader holds ch; read without mu on the append path
 	mu    sync.Mutex
 	ch    chan struct{}
-	taken bool
 }
 
 func (n *notifier) wait() <-chan struct{} {
@@ -281,17 +282,19 @@ func (n *notifier) wait() <-chan struct{} {
 	if n.ch == nil {
 		n.ch = make(chan struct{})
 	}
-	n.taken = true
+	n.taken.Store(true)
 	return n.ch
 }
 
 func (n *notifier) broadcast() {
+	if !n.taken.Load() {
+		return
+	}
 	n.mu.Lock()
-	if n.taken {
+	if n.taken.Load() {
 		close(n.ch)
-		n.ch, n.taken = nil, false
+		n.ch = nil
+		n.taken.Store(false)
 	}
 	n.mu.Unlock()
 }
-
-var _ = filepath.Join
