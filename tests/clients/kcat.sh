@@ -2,7 +2,7 @@
 # kcat (librdkafka) against `passbook serve`: produce with -P, consume
 # with -C, byte-for-byte comparisons, offsets, keys, acks and the four
 # compression codecs. Needs kcat (Debian package kcat) and go.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 command -v kcat >/dev/null || { echo "kcat is not installed (apt-get install -y kcat)"; exit 1; }
 start_server
 

@@ -2,7 +2,7 @@
 # kafkajs against `passbook serve`: produce and consume 1,000 records and
 # the admin calls. Needs node and npm (installs kafkajs from the lockfile).
 dir=$(cd "$(dirname "$0")" && pwd)
-. "$dir/../lib.sh"
+. "$dir/../lib.bash"
 command -v node >/dev/null || { echo "node is not installed"; exit 1; }
 if [ ! -d "$dir/node_modules/kafkajs" ]; then
 	(cd "$dir" && npm ci --no-audit --no-fund --silent) || { echo "npm ci failed"; exit 1; }

@@ -2,7 +2,7 @@
 # free loopback port over a temporary data directory, stop it at exit
 # (even on failure), and count checks.
 #
-#   . "$(dirname "$0")/lib.sh"
+#   . "$(dirname "$0")/lib.bash"
 #   start_server            # sets $addr; $work is a temporary directory
 #   check "name" command…   # runs the command; counts pass or fail
 #   finish kcat             # stops the server, prints "kcat: N passed, M failed", exits
