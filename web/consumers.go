@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -173,7 +174,7 @@ func (s *Server) consumerLag(w http.ResponseWriter, r *http.Request) error {
 
 // commitRequest is the body of a commit.
 type commitRequest struct {
-	Offsets []Position `json:"offsets"` // offset: the next offset to read
+	Offsets []position `json:"offsets"` // offset: the next offset to read
 }
 
 // POST /api/consumers/{consumer}/topics/{topic}/commit
@@ -215,11 +216,11 @@ func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) error {
 	if err := store.CommitMany(r.Context(), commit); err != nil {
 		return err
 	}
-	out := make([]Position, 0, len(commit))
+	out := make([]position, 0, len(commit))
 	for k, off := range commit {
-		out = append(out, Position{Partition: k.Partition, Offset: off})
+		out = append(out, position{Partition: k.Partition, Offset: off})
 	}
-	slices.SortFunc(out, func(a, b Position) int { return int(a.Partition - b.Partition) })
+	slices.SortFunc(out, func(a, b position) int { return cmp.Compare(a.Partition, b.Partition) })
 	return writeJSON(w, http.StatusOK, offsetsResponse{Consumer: name, Topic: t.Name(), Offsets: out})
 }
 
@@ -237,7 +238,7 @@ type consumerLagResponse struct {
 type offsetsResponse struct {
 	Consumer string     `json:"consumer"`
 	Topic    string     `json:"topic"`
-	Offsets  []Position `json:"offsets"`
+	Offsets  []position `json:"offsets"`
 }
 
 // resetRequest is the body of a reset.
@@ -278,11 +279,11 @@ func (s *Server) resetOffsets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]Position, 0, len(moved))
+	out := make([]position, 0, len(moved))
 	for p, off := range moved {
-		out = append(out, Position{Partition: p, Offset: off})
+		out = append(out, position{Partition: p, Offset: off})
 	}
-	slices.SortFunc(out, func(a, b Position) int { return int(a.Partition - b.Partition) })
+	slices.SortFunc(out, func(a, b position) int { return cmp.Compare(a.Partition, b.Partition) })
 	s.log.Info("http: reset consumer", "consumer", name, "topic", t.Name(), "to", to)
 	return writeJSON(w, http.StatusOK, offsetsResponse{Consumer: name, Topic: t.Name(), Offsets: out})
 }

@@ -109,17 +109,17 @@ func TestConsumers_Reset(t *testing.T) {
 	fill(t, topic, 1, 30)
 	const path = "/api/consumers/analytics-v2/topics/orders/reset"
 	type resetResult struct {
-		Offsets []Position `json:"offsets"`
+		Offsets []position `json:"offsets"`
 	}
 	for _, tc := range []struct {
 		body string
-		want []Position
+		want []position
 	}{
-		{`{"to": "earliest"}`, []Position{{0, 0}, {1, 0}}},
-		{`{"to": "latest"}`, []Position{{0, 100}, {1, 30}}},
-		{`{"to": 25, "partitions": [0]}`, []Position{{0, 25}}},
-		{`{"to": "12", "partitions": [1]}`, []Position{{1, 12}}},
-		{`{"to": "2000-01-01T00:00:00Z", "partitions": [1]}`, []Position{{1, 0}}},
+		{`{"to": "earliest"}`, []position{{0, 0}, {1, 0}}},
+		{`{"to": "latest"}`, []position{{0, 100}, {1, 30}}},
+		{`{"to": 25, "partitions": [0]}`, []position{{0, 25}}},
+		{`{"to": "12", "partitions": [1]}`, []position{{1, 12}}},
+		{`{"to": "2000-01-01T00:00:00Z", "partitions": [1]}`, []position{{1, 0}}},
 	} {
 		r := e.postJSON(path, tc.body)
 		e.want(r, http.StatusOK, "")

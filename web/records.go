@@ -37,8 +37,8 @@ type appendRequest struct {
 	Encoding string     `json:"encoding"` // of keys, values and header values: text (default) or base64
 }
 
-// Position is where an appended record landed.
-type Position struct {
+// position is where an appended record landed.
+type position struct {
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
 }
@@ -94,7 +94,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, t *passbook.Topi
 	}
 	// One batch per partition, in request order within each.
 	began := time.Now()
-	out := make([]Position, len(recs))
+	out := make([]position, len(recs))
 	var order []int32
 	groups := map[int32][]int{}
 	for i, rp := range parts {
@@ -103,7 +103,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, t *passbook.Topi
 		}
 		groups[rp] = append(groups[rp], i)
 	}
-	var done []Position
+	var done []position
 	for _, rp := range order {
 		idx := groups[rp]
 		batch := make([]passbook.Record, len(idx))
@@ -120,7 +120,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, t *passbook.Topi
 			return ae
 		}
 		for j, i := range idx {
-			out[i] = Position{Partition: rp, Offset: first + int64(j)}
+			out[i] = position{Partition: rp, Offset: first + int64(j)}
 			done = append(done, out[i])
 		}
 	}

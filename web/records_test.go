@@ -33,7 +33,7 @@ func TestAppend_JSON(t *testing.T) {
 	]}`
 	r := e.postJSON("/api/topics/orders/records?durability=fsync", body)
 	e.want(r, http.StatusOK, "")
-	var got struct{ Offsets []Position }
+	var got struct{ Offsets []position }
 	r.decode(t, &got)
 	if len(got.Offsets) != 5 {
 		t.Fatalf("offsets %+v", got.Offsets)
@@ -78,7 +78,7 @@ func TestAppend_JSON(t *testing.T) {
 	r = e.postJSON("/api/topics/orders/partitions/1/records", `{"records": [{"value": "a"}, {"value": "b"}]}`)
 	e.want(r, http.StatusOK, "")
 	r.decode(t, &got)
-	if head := mustLog(t, topic, 1).Head(); got.Offsets[1] != (Position{1, head - 1}) || got.Offsets[0] != (Position{1, head - 2}) {
+	if head := mustLog(t, topic, 1).Head(); got.Offsets[1] != (position{1, head - 1}) || got.Offsets[0] != (position{1, head - 2}) {
 		t.Errorf("partition append %+v, head %d", got.Offsets, head)
 	}
 
@@ -119,9 +119,9 @@ func TestAppend_Raw(t *testing.T) {
 	r := e.do("POST", "/api/topics/orders/records?key=alice&header=trace:t-1&header=Source:cli&timestamp=2026-11-28T10:00:00Z",
 		"application/octet-stream", "\x00\x01binary")
 	e.want(r, http.StatusOK, "")
-	var got struct{ Offsets []Position }
+	var got struct{ Offsets []position }
 	r.decode(t, &got)
-	if want := (Position{topic.PartitionFor([]byte("alice")), 0}); len(got.Offsets) != 1 || got.Offsets[0] != want {
+	if want := (position{topic.PartitionFor([]byte("alice")), 0}); len(got.Offsets) != 1 || got.Offsets[0] != want {
 		t.Fatalf("raw append at %+v, want %+v", got.Offsets, want)
 	}
 	l, _ := topic.Partition(got.Offsets[0].Partition)

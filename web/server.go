@@ -174,6 +174,10 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 	static, _ := fs.Sub(staticFiles, "static")
 	files := http.FileServerFS(static)
 	s.mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" && strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // no directory listings
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	}))
@@ -182,9 +186,9 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 
 // handle registers h for pattern ("METHOD /path"), instrumented.
 func (s *Server) handle(pattern string, h handlerFunc) {
-	method, path, _ := strings.Cut(pattern, " ")
-	s.routes = append(s.routes, route{method, path})
-	s.mux.Handle(pattern, s.m.instrument(path, func(w http.ResponseWriter, r *http.Request) {
+	method, p, _ := strings.Cut(pattern, " ")
+	s.routes = append(s.routes, route{method, p})
+	s.mux.Handle(pattern, s.m.instrument(p, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -194,7 +198,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 // ServeHTTP serves the API, metrics and the dashboard.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
-		if p := r.URL.EscapedPath(); path.Clean(p) != p {
+		if p := strings.TrimSuffix(r.URL.EscapedPath(), "/"); path.Clean(p) != p {
 			// The mux would redirect to the cleaned path: an API refuses
 			// instead, so "topics/../x" never reaches another resource.
 			s.writeError(w, r, badRequest("the path %q has empty, '.' or '..' segments", p))

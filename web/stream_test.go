@@ -143,6 +143,7 @@ func TestEvents_SnapshotThenUpdates(t *testing.T) {
 
 	began := time.Now()
 	fill(t, topic, 1, 7)
+	e.want(e.postJSON("/api/topics", `{"name": "clicks"}`), http.StatusCreated, "")
 	e.want(e.postJSON("/api/consumers/analytics-v2/topics/orders/commit", `{"offsets": [{"partition": 0, "offset": 90}]}`), http.StatusOK, "")
 	var sawHead, sawCommit bool
 	for !sawHead || !sawCommit {
@@ -150,12 +151,17 @@ func TestEvents_SnapshotThenUpdates(t *testing.T) {
 		var u update
 		json.Unmarshal([]byte(ev.data), &u)
 		for _, ts := range u.Topics {
+			// A new topic comes whole, with its config; a changed one
+			// with only its changed partitions.
+			if (ts.Config != nil) != (ts.Name == "clicks") {
+				t.Errorf("topic %s in an update with config %v", ts.Name, ts.Config)
+			}
 			for _, p := range ts.Partitions {
-				if p.P == 1 && p.Head == 7 {
+				if ts.Name == "orders" && p.P == 1 && p.Head == 7 {
 					sawHead = true
 				}
-				if p.P == 0 {
-					t.Errorf("partition 0 did not change but is in %s", ev.data)
+				if ts.Name == "orders" && p.P == 0 {
+					t.Errorf("orders/0 did not change but is in %s", ev.data)
 				}
 			}
 		}
@@ -176,6 +182,43 @@ func TestEvents_SnapshotThenUpdates(t *testing.T) {
 			if len(u.RemovedGroups) != 1 || u.RemovedGroups[0].Consumer != "analytics-v2" {
 				t.Errorf("removed groups %+v", u.RemovedGroups)
 			}
+			break
+		}
+	}
+}
+
+// TestHub_DropsSlowSubscriber checks that a subscriber that does not take
+// its updates is dropped (its channel closed) rather than holding the hub.
+func TestHub_DropsSlowSubscriber(t *testing.T) {
+	e := newEnv(t, &Options{EventInterval: 10 * time.Millisecond})
+	topic := e.createTopic("orders", 1)
+	sub, _, err := e.s.hub.subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := e.openSSE("/api/events", nil)
+	fast.next(t, time.Second) // the snapshot
+	deadline := time.Now().Add(10 * time.Second)
+	for dropped := false; !dropped; {
+		if time.Now().After(deadline) {
+			t.Fatal("a subscriber that never reads was not dropped")
+		}
+		fill(t, topic, 0, 1)
+		time.Sleep(15 * time.Millisecond)
+		e.s.hub.mu.Lock()
+		_, still := e.s.hub.mu.subs[sub]
+		e.s.hub.mu.Unlock()
+		dropped = !still
+	}
+	for range sub.ch { // buffered updates, then closed
+	}
+	// The others go on.
+	fill(t, topic, 0, 1)
+	want := topic.Describe().Partitions[0].Head
+	for {
+		var u update
+		json.Unmarshal([]byte(fast.next(t, 2*time.Second).data), &u)
+		if len(u.Topics) > 0 && u.Topics[0].Partitions[0].Head == want {
 			break
 		}
 	}

@@ -165,7 +165,9 @@ func TestServer_Dashboard(t *testing.T) {
 			t.Errorf("%s: %d %q, want 200 %s", path, r.status, r.header.Get("Content-Type"), want)
 		}
 	}
-	if r := e.get("/nope.js"); r.status != 404 {
-		t.Errorf("/nope.js: %d", r.status)
+	for _, p := range []string{"/nope.js", "/vendor/", "/api/"} {
+		if r := e.get(p); r.status != 404 {
+			t.Errorf("%s: %d, want 404", p, r.status)
+		}
 	}
 }
