@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -199,6 +200,12 @@ func (l *Log) waitSynced(target int64) error {
 		}
 		s.running = true
 		s.mu.Unlock()
+		// The appenders the last fsync released are appending again right
+		// now; letting them finish first puts them in this fsync rather
+		// than the next.
+		for range 4 {
+			runtime.Gosched()
+		}
 		upto, point, err := l.syncActive()
 		s.mu.Lock()
 		s.running = false
