@@ -168,7 +168,8 @@ function updateTopic(el, t, focus, pageSize) {
   const heads = state.heads.get(t.name);
   const cfg = t.config || {};
   el.querySelector(".topic-facts").textContent =
-    `${n(t.partitions.length)} partition${t.partitions.length === 1 ? "" : "s"} · ${n(tot.records)} records · ${bytes(tot.bytes)} · ${retention(cfg)}`;
+    `${n(t.partitions.length)} partition${t.partitions.length === 1 ? "" : "s"} · ${n(tot.records)} records · ${bytes(tot.bytes)} · ${retention(cfg)}` +
+    (groups.length ? ` · ${n(groups.length)} consumer${groups.length === 1 ? "" : "s"}` : "");
   el.querySelector(".rate b").textContent = n(rateNow(heads));
   const chart = ui.charts.get("rate:" + t.name);
   if (chart && heads) {
