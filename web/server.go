@@ -127,7 +127,7 @@ type Server struct {
 }
 
 // route is one registered endpoint; the OpenAPI test checks the table
-// against api/openapi.json.
+// against openapi.json.
 type route struct {
 	method, pattern string
 }
