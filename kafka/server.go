@@ -157,6 +157,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.acceptDone.Add(1)
 	s.mu.Unlock()
 	defer s.acceptDone.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.listeners, ln)
+		s.mu.Unlock()
+	}()
 	stop := context.AfterFunc(ctx, s.closeNow)
 	defer stop()
 	s.log.Info("kafka: listening", "addr", ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))))
@@ -167,7 +172,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if err != nil {
 			s.mu.Lock()
 			closing := s.mu.closing
-			delete(s.mu.listeners, ln)
 			s.mu.Unlock()
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -178,9 +182,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			// Out of descriptors, say: wait and try again, as net/http does.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			s.log.Warn("kafka: accept failed; retrying", "err", err, "in", backoff)
-			s.mu.Lock()
-			s.mu.listeners[ln] = struct{}{}
-			s.mu.Unlock()
 			time.Sleep(backoff)
 			continue
 		}
