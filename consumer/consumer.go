@@ -163,16 +163,19 @@ func (c *Consumer) Positions() map[int32]int64 {
 // done (it returns ctx.Err() then), the handler returns Stop (nil) or an
 // error (that error), or the lease is lost.
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
-	return c.run(ctx, h, true)
+	return c.run(ctx, h, true, c.o.Commit)
 }
 
 // Drain is Run that stops, returning nil, once it has reached the heads
 // the partitions had when it started... or later ones it finds on the way.
 func (c *Consumer) Drain(ctx context.Context, h Handler) error {
-	return c.run(ctx, h, false)
+	return c.run(ctx, h, false, c.o.Commit)
 }
 
-func (c *Consumer) run(ctx context.Context, h Handler, follow bool) (err error) {
+// run handles records until the head (or forever, following) with the
+// given commit mode; RunTx passes CommitNone because it commits inside
+// the handler's transaction.
+func (c *Consumer) run(ctx context.Context, h Handler, follow bool, mode Commit) (err error) {
 	if c.closed {
 		return ErrClosed
 	}
@@ -200,10 +203,10 @@ func (c *Consumer) run(ctx context.Context, h Handler, follow bool) (err error) 
 					break
 				}
 				progressed = true
-				if err := c.handle(ctx, h, pt, rec); err != nil {
+				if err := c.handle(ctx, h, pt, rec, mode); err != nil {
 					return err
 				}
-				if c.o.Commit == CommitEvery {
+				if mode == CommitEvery {
 					n++
 					if (c.o.EveryN > 0 && n >= c.o.EveryN) || (c.o.EveryD > 0 && n&255 == 0 && time.Since(lastCommit) >= c.o.EveryD) {
 						if err := c.commitPending(ctx); err != nil {
@@ -220,7 +223,7 @@ func (c *Consumer) run(ctx context.Context, h Handler, follow bool) (err error) 
 		if !follow {
 			return nil
 		}
-		if c.o.Commit == CommitEvery && n > 0 {
+		if mode == CommitEvery && n > 0 {
 			if err := c.commitPending(ctx); err != nil { // idle: nothing to batch with
 				return err
 			}
@@ -232,42 +235,32 @@ func (c *Consumer) run(ctx context.Context, h Handler, follow bool) (err error) 
 	}
 }
 
-func (c *Consumer) handle(ctx context.Context, h Handler, pt *part, rec batch.Record) error {
+// handle runs the handler on one record, committing before or after it
+// as mode says. A handler's Stop still counts the record as handled.
+func (c *Consumer) handle(ctx context.Context, h Handler, pt *part, rec batch.Record, mode Commit) error {
 	m := Message{Partition: pt.p, Record: rec}
 	next := rec.Offset + 1
-	switch c.o.Commit {
-	case CommitBefore:
+	if mode == CommitBefore {
 		if err := c.commit(ctx, pt.p, next); err != nil {
 			return err
 		}
 		pt.next = next
-		if err := h(ctx, m); err != nil {
-			return err
-		}
-	case CommitAfter:
-		if err := h(ctx, m); err != nil && !errors.Is(err, Stop) {
-			return err
-		} else if err != nil {
-			pt.next = next
-			if cerr := c.commit(ctx, pt.p, next); cerr != nil {
-				return cerr
-			}
-			return err
-		}
-		pt.next = next
-		return c.commit(ctx, pt.p, next)
-	default: // CommitEvery, CommitNone
-		err := h(ctx, m)
-		if err != nil && !errors.Is(err, Stop) {
-			return err
-		}
-		pt.next = next
-		if c.o.Commit == CommitEvery {
-			pt.pending = next
-		}
-		return err
+		return h(ctx, m)
 	}
-	return nil
+	herr := h(ctx, m)
+	if herr != nil && !errors.Is(herr, Stop) {
+		return herr // not handled: a crash between work and commit looks the same
+	}
+	pt.next = next
+	switch mode {
+	case CommitAfter:
+		if err := c.commit(ctx, pt.p, next); err != nil {
+			return err
+		}
+	case CommitEvery:
+		pt.pending = next
+	}
+	return herr
 }
 
 // RunTx is Run for the transactional mode: each record is handled inside
@@ -286,15 +279,18 @@ func (c *Consumer) RunTx(ctx context.Context, follow bool, h TxHandler) error {
 		if herr != nil && !errors.Is(herr, Stop) {
 			return herr
 		}
+		c.mu.Lock()
+		lease := c.lease
+		c.mu.Unlock()
 		key := offsets.Key{Consumer: c.o.Name, Topic: c.src.Name(), Partition: m.Partition}
-		if err := c.store.CommitTx(ctx, tx, key, m.Offset+1); err != nil {
-			return err
+		if err := c.store.CommitTxFenced(ctx, tx, lease, key, m.Offset+1); err != nil {
+			return fmt.Errorf("consumer %s: %w", c.o.Name, err)
 		}
 		if err := tx.Commit(); err != nil {
 			return err
 		}
 		return herr
-	}, follow)
+	}, follow, CommitNone)
 }
 
 func (c *Consumer) commit(ctx context.Context, p int32, next int64) error {

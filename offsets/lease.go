@@ -2,6 +2,7 @@ package offsets
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -261,4 +262,26 @@ func (s *SQLite) TakeOver(ctx context.Context, held Lease, holder string, ttl ti
 		return Lease{}, wrap(err, "take over lease on consumer %q topic %q for %q", held.Consumer, held.Topic, holder)
 	}
 	return l, nil
+}
+
+// CommitTxFenced is CommitTx under a lease: inside the caller's
+// transaction, and only while lease is current (else ErrFenced, and the
+// caller should roll back).
+func (s *SQLite) CommitTxFenced(ctx context.Context, tx *sql.Tx, lease Lease, k Key, offset int64) error {
+	if err := validate(k, offset); err != nil {
+		return err
+	}
+	if k.Consumer != lease.Consumer || k.Topic != lease.Topic {
+		return fmt.Errorf("%w: %v is not under the lease on consumer %q topic %q",
+			ErrInvalid, k, lease.Consumer, lease.Topic)
+	}
+	res, err := tx.ExecContext(ctx, fencedSQL, k.Consumer, k.Topic, int64(k.Partition), offset, "",
+		s.opts.Now().UnixMilli(), lease.Holder, lease.Generation)
+	if err != nil {
+		return wrap(err, "commit %v in transaction under lease", k)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fencedError(lease)
+	}
+	return nil
 }

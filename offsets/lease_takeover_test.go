@@ -34,3 +34,38 @@ func TestSQLite_TakeOver(t *testing.T) {
 		t.Fatalf("TakeOver with a stale lease: %v, want ErrLeaseHeld", err)
 	}
 }
+
+func TestSQLite_CommitTxFenced(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	k := Key{Consumer: "c", Topic: "t"}
+	old, _ := s.Acquire(ctx, "c", "t", "one", time.Minute)
+	current, _ := s.TakeOver(ctx, old, "two", time.Minute)
+	for _, tc := range []struct {
+		lease Lease
+		want  error
+	}{{old, ErrFenced}, {current, nil}} {
+		tx, err := s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.CommitTxFenced(ctx, tx, tc.lease, k, 7)
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("generation %d: %v, want %v", tc.lease.Generation, err, tc.want)
+		}
+		if err != nil {
+			tx.Rollback()
+			continue
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := s.Committed(ctx, k); got != 7 {
+		t.Fatalf("committed = %d, want 7", got)
+	}
+}
