@@ -183,6 +183,17 @@ func readBytes(b []byte) (val, rest []byte, err error) {
 // last offset delta. b must be exactly one batch. maxRecord, when > 0,
 // limits each record's encoded size. It returns the header.
 func (d *Decoder) Validate(b []byte, maxRecord int) (Header, error) {
+	return d.validate(b, maxRecord, false)
+}
+
+// ValidateKeyed is Validate for a compacted log, which keeps the newest
+// record of each key and so cannot take a record without one: such a
+// record fails with ErrNoKey.
+func (d *Decoder) ValidateKeyed(b []byte, maxRecord int) (Header, error) {
+	return d.validate(b, maxRecord, true)
+}
+
+func (d *Decoder) validate(b []byte, maxRecord int, keyed bool) (Header, error) {
 	h, err := Check(b)
 	if err != nil {
 		return h, err
@@ -203,6 +214,9 @@ func (d *Decoder) Validate(b []byte, maxRecord int) (Header, error) {
 		}
 		if rec.Offset != want {
 			return h, fmt.Errorf("%w: record offset delta %d, want %d", ErrCorrupt, rec.Offset-h.BaseOffset, want-h.BaseOffset)
+		}
+		if keyed && rec.Key == nil {
+			return h, fmt.Errorf("%w: record %d", ErrNoKey, want-h.BaseOffset)
 		}
 		if maxRecord > 0 {
 			if size := len(rec.Key) + len(rec.Value); size > maxRecord {

@@ -19,3 +19,6 @@ var (
 
 // ErrTooLarge reports a record over the size limit given to Validate.
 var ErrTooLarge = errors.New("batch: record too large")
+
+// ErrNoKey reports a record without a key given to ValidateKeyed.
+var ErrNoKey = errors.New("batch: record without a key")
