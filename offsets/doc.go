@@ -22,7 +22,9 @@
 //     machinery;
 //   - leases (Acquire, Renew, Release) that make one holder the only
 //     writer of a consumer name on a topic, and CommitFenced, which refuses
-//     a commit from a holder whose lease was taken over (ErrFenced).
+//     a commit from a holder whose lease was taken over (ErrFenced);
+//   - NextID, numbers never handed out twice, even across a power loss
+//     (the Kafka server's producer ids).
 //
 // Every method is safe for concurrent use.
 //
@@ -42,6 +44,8 @@
 //	passbook_leases  (consumer, topic,               primary key, WITHOUT ROWID
 //	                  holder, generation,            generation: +1 per Acquire, never reused
 //	                  expires_ms)                    0 once released
+//	passbook_sequences (name, next)                  primary key name, WITHOUT ROWID;
+//	                                                 next: what NextID returns next
 //
 // A new file gets 1 KiB pages: every commit appends one page to the WAL,
 // and small pages commit about 1.5 times faster than the 4 KiB default.

@@ -29,10 +29,15 @@ var migrations = []string{
 		expires_ms INTEGER NOT NULL,
 		PRIMARY KEY (consumer, topic)
 	) WITHOUT ROWID;`,
+	// 2: sequences (Kafka producer ids).
+	`CREATE TABLE passbook_sequences (
+		name TEXT    NOT NULL PRIMARY KEY,
+		next INTEGER NOT NULL CHECK (next >= 0)
+	) WITHOUT ROWID;`,
 }
 
 // SchemaVersion is the schema version this build writes: len(migrations).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrate brings the database named name to len(list) in one
 // transaction, or refuses one from a newer version with ErrSchemaVersion.

@@ -56,6 +56,7 @@ func TestSchemaVersion(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	addEpoch := `ALTER TABLE passbook_offsets ADD COLUMN leader_epoch INTEGER NOT NULL DEFAULT -1`
 	v2 := append(slices.Clone(migrations), addEpoch)
+	cur := int64(len(migrations))
 	tests := []struct {
 		name        string
 		steps       [][]string // migration lists applied in turn
@@ -63,13 +64,14 @@ func TestMigrate(t *testing.T) {
 		wantVersion int64
 		wantEpoch   bool
 	}{
-		{"Fresh", [][]string{migrations}, false, 1, false},
-		{"Twice", [][]string{migrations, migrations}, false, 1, false},
-		{"Upgrade", [][]string{migrations, v2}, false, 2, true},
-		{"AllAtOnce", [][]string{v2}, false, 2, true},
+		{"Fresh", [][]string{migrations}, false, cur, false},
+		{"Twice", [][]string{migrations, migrations}, false, cur, false},
+		{"Upgrade", [][]string{migrations, v2}, false, cur + 1, true},
+		{"AllAtOnce", [][]string{v2}, false, cur + 1, true},
+		{"FromFirst", [][]string{migrations[:1], v2}, false, cur + 1, true},
 		// A failing step rolls back the whole run, earlier steps included.
-		{"FailureRollsBack", [][]string{migrations, append(slices.Clone(v2), `CREATE TABLE broken (`)}, true, 1, false},
-		{"Downgrade", [][]string{v2, migrations}, true, 2, true},
+		{"FailureRollsBack", [][]string{migrations, append(slices.Clone(v2), `CREATE TABLE broken (`)}, true, cur, false},
+		{"Downgrade", [][]string{v2, migrations}, true, cur + 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
