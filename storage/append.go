@@ -25,6 +25,9 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 		if n := recordBytes(&recs[i]); n > l.o.MaxRecordBytes {
 			return 0, fmt.Errorf("%w: record %d has %d bytes, limit %d", ErrRecordTooLarge, i, n, l.o.MaxRecordBytes)
 		}
+		if l.o.Compact && recs[i].Key == nil {
+			return 0, fmt.Errorf("%w: record %d", ErrNoKey, i)
+		}
 	}
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
@@ -79,11 +82,18 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 		l.mu.Unlock()
 		return 0, err
 	}
-	h, err := l.dec.Validate(b, l.o.MaxRecordBytes)
+	validate := l.dec.Validate
+	if l.o.Compact {
+		validate = l.dec.ValidateKeyed
+	}
+	h, err := validate(b, l.o.MaxRecordBytes)
 	if err != nil {
 		l.mu.Unlock()
 		if errors.Is(err, batch.ErrTooLarge) {
 			return 0, fmt.Errorf("%w: %w", ErrRecordTooLarge, err)
+		}
+		if errors.Is(err, batch.ErrNoKey) {
+			return 0, fmt.Errorf("%w: %w", ErrNoKey, err)
 		}
 		return 0, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}

@@ -9,9 +9,10 @@
 //
 // A partition is a directory:
 //
-//	FORMAT                      "passbook-partition 1\n"
+//	FORMAT                      "passbook-partition 1\n" (2 once compacted)
 //	LOCK                        flock'd by the owning process; holds its pid
 //	CHECKPOINT                  recovery point (see below)
+//	CLEANER                     compaction state (see Compaction)
 //	00000000000000000000.log        record batches, back to back
 //	00000000000000000000.index      sparse offset index
 //	00000000000000000000.timeindex  sparse time index
@@ -40,7 +41,11 @@
 // rename, fsync directory).
 //
 // Everything above is frozen: it is what existing data directories hold.
-// A change needs a new FORMAT version and a migration.
+// A change needs a new FORMAT version and a migration. (Version 2 is
+// version 1 plus what compaction adds, below; the cleaner moves a
+// partition to it before its first CLEANER, so that a passbook that does
+// not know compaction refuses the partition instead of reporting its gaps
+// as corruption.)
 //
 // # Recovery
 //
@@ -63,4 +68,75 @@
 // Options.SyncInterval. Concurrent fsync'd appends share one fsync. After
 // a failed write or fsync every later append fails with the same error
 // until the log is reopened: the log never pretends a write happened.
+//
+// # Compaction
+//
+// A log opened with Options.Compact is compacted (Kafka's
+// cleanup.policy=compact): every record has a key, and a cleaner
+// rewrites closed segments keeping, for every key, only its newest
+// record. The active segment is never rewritten, and no record changes
+// offset: compaction leaves gaps, which readers cross without a word — a
+// reader (or a consumer whose committed offset is in a gap) goes on at
+// the next record kept. A tombstone (a keyed record with a nil value)
+// stays DeleteRetention after the cleaner first saw it, so that a
+// consumer that keeps up catches the delete, and is then removed; one
+// that lags more than that may miss it, as in Kafka.
+//
+// The gap rule. Compaction keeps every batch's offset span — its base
+// offset and last offset delta, its timestamps and producer fields, as
+// Kafka does (KAFKA-5443) — and writes one empty batch (no records) over
+// each run of batches it emptied. So in every segment, cleaned or not,
+// batches follow one another offset by offset from the segment's base,
+// and segments follow one another: Open and readers keep checking that
+// chain as before. Only inside a batch of a segment the cleaner may have
+// rewritten do records skip offsets: there they must increase strictly
+// and stay inside the batch's span, and a batch may hold fewer records
+// than offsets, or none. Everywhere else records run base, base+1, … to
+// the batch's last offset, as checked before compaction existed.
+//
+// A cleaning pass reads the dirty records — from the first dirty offset
+// (CLEANER's cleaned point) up to the active segment — into a map of key
+// hashes to newest offsets (Options.CleanerBufferBytes bounds it; keys
+// that do not fit end the pass early, and the next pass goes on from
+// there), then rewrites every closed segment below the pass's end,
+// dropping records a newer one of the same key supersedes and tombstones
+// past the horizon. Consecutive segments that fit in SegmentBytes
+// together are rewritten into one. Each rewrite is written as
+// <base>.log.cleaned, <base>.index.cleaned and <base>.timeindex.cleaned
+// and swapped in.
+//
+// CLEANER holds: magic "PBCL" (4), version 1 (1), then big-endian int64s:
+// the cleaned point (the first dirty offset), the rewritten point
+// (segments with a base below it may have been rewritten: the gap rule
+// applies to them), the tombstone horizon (tombstones below it may be
+// removed), and the base and end offsets of the last swap committed
+// (end > base; 0, 0 for none); a mark count (uint16, at most 64) and the
+// marks, 24 bytes each (end offset, time in ms, tombstone count: the
+// tombstones below end, and not below the end of the mark before, were
+// first seen at that time); and a CRC-32C of all that (4). It is
+// replaced atomically, like CHECKPOINT.
+//
+// The swap of a cleaned segment at base B replacing the segments with
+// bases in [B, E) goes through these states; Open recovers from each:
+//
+//	writing     B.*.cleaned are written, fsync'd, the directory fsync'd.
+//	            A crash here: CLEANER names no swap of B, so Open removes
+//	            every *.cleaned file: the old segments stay (roll back).
+//	commit      CLEANER is replaced with swap = [B, E) and rewritten ≥ E.
+//	            From here Open completes the swap (roll forward).
+//	rename      B.index.cleaned, B.timeindex.cleaned, B.log.cleaned are
+//	            renamed over B.index, B.timeindex, B.log.
+//	remove      the .log, then the indexes, of every segment with a base
+//	            in (B, E).
+//	sync        the directory is fsync'd: the swap is done. The swap
+//	            record stays until the next CLEANER write clears it.
+//
+// Completing is idempotent — rename each B.*.cleaned still there, remove
+// segments in (B, E) still there, fsync the directory — so a crash
+// during recovery is recovered the same way. A pass clears a swap record
+// left by a failed one before writing any .cleaned file, so Open never
+// completes an old swap with new, uncommitted files. Once a swap is
+// committed, a failure is sticky: appends are refused until the log is
+// reopened, and Open completes the swap. Readers holding the old
+// segments go on reading their open files.
 package storage

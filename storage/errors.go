@@ -27,6 +27,13 @@ var (
 	ErrFormatVersion = errors.New("storage: unknown format version")
 	// ErrEmpty reports an append of no records.
 	ErrEmpty = errors.New("storage: no records")
+	// ErrNoKey reports an append of a record without a key to a
+	// compacted log (Options.Compact), which keeps the newest record of
+	// each key and so cannot take one. Kafka answers INVALID_RECORD.
+	ErrNoKey = errors.New("storage: record without a key on a compacted log")
+	// ErrNotCompacted reports Compact called on a log without
+	// Options.Compact.
+	ErrNotCompacted = errors.New("storage: log is not compacted")
 )
 
 // CorruptError describes corruption found at a position in a file.

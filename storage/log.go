@@ -45,6 +45,16 @@ type Log struct {
 	recovery Recovery
 	stop     chan struct{}
 	done     chan struct{}
+
+	format2     bool          // FORMAT says 2: the partition may hold cleaned segments
+	cleanMu     sync.Mutex    // one compaction at a time; guards clean.state
+	cleanerDone chan struct{} // closed when the cleaner goroutine ends (Options.Compact)
+	clean       struct {
+		state   cleanerState // what CLEANER holds
+		cleaned atomic.Int64 // state.cleaned, for CleanerStats
+		mu      sync.Mutex   // guards totals
+		totals  CleanerStats
+	}
 }
 
 // Recovery reports what Open found and did.
@@ -88,6 +98,10 @@ func Open(dir string, opts *Options) (*Log, error) {
 		o.Logger.Warn("truncated torn tail", "dir", dir, "bytes", l.recovery.TornBytes)
 	}
 	go l.background()
+	if o.Compact {
+		l.cleanerDone = make(chan struct{})
+		go l.cleaner()
+	}
 	return l, nil
 }
 
@@ -107,7 +121,8 @@ func (l *Log) prepareDir() error {
 		if err != nil {
 			return fmt.Errorf("storage: open %s: %w", l.dir, err)
 		}
-		if string(b) != formatLine {
+		l.format2 = string(b) == formatLine2
+		if string(b) != formatLine && !l.format2 {
 			if strings.HasPrefix(string(b), "passbook-partition ") {
 				return fmt.Errorf("%w in %s: %q", ErrFormatVersion, l.dir, strings.TrimSpace(string(b)))
 			}
@@ -133,6 +148,12 @@ func (l *Log) prepareDir() error {
 func (l *Log) load() error {
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
+		return err
+	}
+	if err := l.recoverCleaner(names); err != nil {
+		return err
+	}
+	if names, err = l.fs.ReadDir(l.dir); err != nil {
 		return err
 	}
 	var bases []int64
@@ -163,6 +184,7 @@ func (l *Log) load() error {
 		if err != nil {
 			return err
 		}
+		s.cleaned = i < len(bases)-1 && base < l.clean.state.rewritten
 		segs = append(segs, s)
 		publish()
 		if i < len(bases)-1 {
@@ -179,6 +201,7 @@ func (l *Log) load() error {
 	}
 	l.start.Store(segs[0].base)
 	l.head.Store(segs[len(segs)-1].next.Load())
+	l.clean.cleaned.Store(max(l.clean.state.cleaned, segs[0].base))
 	l.recovery.Clean = cp.clean && cp.base == segs[len(segs)-1].base
 	// From here on the last shutdown was not clean until Close says so.
 	// The active segment is synced first: the checkpoint must never claim
@@ -353,9 +376,11 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 		if err == nil && h.BaseOffset != next {
 			err = fmt.Errorf("batch has base offset %d, want %d", h.BaseOffset, next)
 		}
-		if err == nil && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) {
+		if err == nil && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) &&
+			(!s.cleaned || h.RecordCount > h.LastOffsetDelta+1) {
 			// Stored batches are validated; this one would move the head
-			// by a count its records do not have.
+			// by a count its records do not have. (The cleaner leaves
+			// fewer records than offsets, maybe none.)
 			err = fmt.Errorf("batch has %d records and last offset delta %d", h.RecordCount, h.LastOffsetDelta)
 		}
 		if err != nil {
@@ -544,6 +569,11 @@ func (l *Log) Close() error {
 	}
 	close(l.stop)
 	<-l.done // before taking mu: the background goroutine may want it
+	if l.cleanerDone != nil {
+		<-l.cleanerDone
+	}
+	l.cleanMu.Lock() // a Compact in progress sees stop and returns
+	l.cleanMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.notify.broadcast()

@@ -68,6 +68,29 @@ type Options struct {
 	RetentionBytes int64         // delete old segments past this total size; 0 = no limit
 	RetentionAge   time.Duration // delete segments whose newest record is older; 0 = no limit
 
+	// Compact makes the log compacted (Kafka's cleanup.policy=compact):
+	// every record needs a key (appends without one fail with ErrNoKey),
+	// and a cleaner rewrites closed segments keeping only the newest
+	// record of each key. See the package doc and docs/compaction.md.
+	Compact bool
+	// DeleteRetention is how long a tombstone (a keyed record with a nil
+	// value) stays after the cleaner first saw it, so that consumers
+	// catch the delete; default 24 hours. Kafka's delete.retention.ms.
+	DeleteRetention time.Duration
+	// MinDirtyRatio starts a background cleaning once this share of the
+	// closed segments' bytes was appended since the last one; default 0.5.
+	MinDirtyRatio float64
+	// CleanerBufferBytes bounds the cleaner's key→offset map, at
+	// keySlotBytes per slot; default 16 MiB (about 780,000 keys per
+	// pass). More keys than fit take several passes.
+	CleanerBufferBytes int
+	// CleanerIORate limits the cleaner's reads plus writes, in bytes per
+	// second; 0 = no limit.
+	CleanerIORate int64
+	// CleanerInterval is how often the background cleaner checks the
+	// dirty ratio; default 15 s.
+	CleanerInterval time.Duration
+
 	Now    func() time.Time // the clock; default time.Now
 	Logger *slog.Logger     // default: discard
 }
@@ -99,6 +122,15 @@ func (o *Options) Validate() error {
 	if o.RetentionBytes < 0 || o.RetentionAge < 0 {
 		errs = append(errs, errors.New("retention limits must not be negative"))
 	}
+	if o.DeleteRetention < 0 || o.CleanerIORate < 0 || o.CleanerInterval < 0 {
+		errs = append(errs, errors.New("delete retention, cleaner I/O rate and cleaner interval must not be negative"))
+	}
+	if o.MinDirtyRatio < 0 || o.MinDirtyRatio > 1 {
+		errs = append(errs, fmt.Errorf("min dirty ratio %v not in [0, 1]", o.MinDirtyRatio))
+	}
+	if o.CleanerBufferBytes != 0 && (o.CleanerBufferBytes < minCleanerBuffer || o.CleanerBufferBytes > maxCleanerBuffer) {
+		errs = append(errs, fmt.Errorf("cleaner buffer bytes %d not in [%d, %d]", o.CleanerBufferBytes, minCleanerBuffer, maxCleanerBuffer))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("storage: invalid options: %w", err)
 	}
@@ -114,6 +146,13 @@ const (
 	defaultMaxRecordBytes = 1 << 20
 	defaultMaxBatchBytes  = 16 << 20
 	defaultSyncInterval   = time.Second
+
+	defaultDeleteRetention = 24 * time.Hour
+	defaultMinDirtyRatio   = 0.5
+	defaultCleanerBuffer   = 16 << 20
+	defaultCleanerInterval = 15 * time.Second
+	minCleanerBuffer       = 16 * keySlotBytes
+	maxCleanerBuffer       = 1 << 34
 )
 
 // withDefaults returns a copy of o (which may be nil) with defaults filled in.
@@ -148,6 +187,18 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = defaultSyncInterval
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = defaultDeleteRetention
+	}
+	if c.MinDirtyRatio == 0 {
+		c.MinDirtyRatio = defaultMinDirtyRatio
+	}
+	if c.CleanerBufferBytes == 0 {
+		c.CleanerBufferBytes = defaultCleanerBuffer
+	}
+	if c.CleanerInterval == 0 {
+		c.CleanerInterval = defaultCleanerInterval
 	}
 	if c.Now == nil {
 		c.Now = time.Now

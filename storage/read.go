@@ -66,11 +66,12 @@ func (r *Reader) TryNext() (rec batch.Record, ok bool, err error) {
 				// Batches are stored validated: records at offsets base,
 				// base+1, … up to the header's last offset. A batch whose
 				// CRC holds but whose offsets do not would make gaps or
-				// repeats.
-				if rec.Offset != r.want {
-					return rec, false, r.fail(r.seg.corrupt(r.pos, fmt.Errorf("record %d of the batch at offset %d has offset %d", r.want-r.cur.Header().BaseOffset, r.cur.Header().BaseOffset, rec.Offset)))
+				// repeats. In a cleaned segment records may skip
+				// offsets, but only forward and inside the batch.
+				if h := r.cur.Header(); rec.Offset != r.want && (!r.seg.cleaned || rec.Offset < r.want || rec.Offset > h.LastOffset()) {
+					return rec, false, r.fail(r.seg.corrupt(r.pos, fmt.Errorf("record after offset %d of the batch of offsets [%d, %d] has offset %d", r.want-1, h.BaseOffset, h.LastOffset(), rec.Offset)))
 				}
-				r.want++
+				r.want = rec.Offset + 1
 				if rec.Offset >= r.next { // a batch may start before the reader's offset
 					r.next = rec.Offset + 1
 					return rec, true, nil
@@ -80,9 +81,12 @@ func (r *Reader) TryNext() (rec batch.Record, ok bool, err error) {
 			if err := r.cur.Err(); err != nil {
 				return rec, false, r.fail(r.seg.corrupt(r.pos, err))
 			}
-			if h := r.cur.Header(); r.want != h.NextOffset() {
+			h := r.cur.Header()
+			if r.want != h.NextOffset() && !r.seg.cleaned {
 				return rec, false, r.fail(r.seg.corrupt(r.pos, fmt.Errorf("batch at offset %d has records up to offset %d, its header says %d", h.BaseOffset, r.want-1, h.LastOffset())))
 			}
+			// Past a gap the cleaner left at the batch's end.
+			r.next = max(r.next, h.NextOffset())
 		}
 		more, err := r.nextBatch()
 		if err != nil {

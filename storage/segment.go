@@ -26,6 +26,11 @@ type segment struct {
 	maxMs atomic.Int64 // newest timestamp, −1 when empty
 	refs  atomic.Int32 // 1 for the log, +1 per reader; files close at 0
 
+	// cleaned: the cleaner may have rewritten this segment, so records
+	// inside its batches may skip offsets (see the package doc). Set
+	// before the segment is published.
+	cleaned bool
+
 	firstMs    int64 // timestamp of the first batch, −1 when empty (for age rolls)
 	sinceIndex int   // bytes written since the last offset index entry
 	sinceTime  int   // bytes written since the last time index entry
