@@ -4,9 +4,11 @@
 // It is its own module, so that the peers it links are not passbook's
 // dependencies. From the repository root:
 //
-//	go run -C bench . wal           # passbook vs tidwall/wal, 3 trials
-//	go run -C bench . wal -quick    # a smoke run of a few seconds
-//	go run -C bench . wal -h        # the flags
+//	go run -C bench . --peers all --n 1000000   # passbook vs every peer, 3 trials
+//	go run -C bench . --quick                   # a smoke run of seconds, peers that are installed
+//	go run -C bench . -h                        # the flags
+//	go run -C bench . wal                       # storage.Log vs tidwall/wal in depth, 3 trials
+//	go run -C bench . wal -quick                # a smoke run of a few seconds
 package main
 
 import (
@@ -16,10 +18,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -27,10 +32,10 @@ func main() {
 	}
 }
 
-const usage = `usage: bench <command> [flags]
+const usage = `usage: bench [--peers LIST] [--n N] [flags]    passbook side by side with its peers
+       bench wal [flags]                         passbook's storage.Log vs github.com/tidwall/wal
 
-commands:
-  wal    passbook's storage.Log vs github.com/tidwall/wal
+Run "bench -h" or "bench wal -h" for the flags.
 `
 
 // run dispatches to a subcommand. Commands starting with "_" are the
@@ -40,7 +45,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command")
 	}
+	if strings.HasPrefix(args[0], "-") && !slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
+		return runPeers(ctx, args, stdout, stderr)
+	}
 	switch args[0] {
+	case "peers":
+		return runPeers(ctx, args[1:], stdout, stderr)
 	case "wal":
 		return runWAL(ctx, args[1:], stdout, stderr)
 	case fillCommand:

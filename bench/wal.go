@@ -77,8 +77,8 @@ func isFlagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// workload is one row of the table: the same work on both logs.
-type workload struct {
+// walWorkload is one row of the table: the same work on both logs.
+type walWorkload struct {
 	name     string
 	passbook func(dir string) (float64, error) // records/s
 	wal      func(dir string) (float64, error)
@@ -96,7 +96,7 @@ func benchWAL(ctx context.Context, c walConfig, tmp string, stdout, stderr io.Wr
 	// (c) reads the same log in every trial: each system fills its own
 	// once, in the first trial's directory.
 	var pbReadDir, walReadDir string
-	workloads := []workload{
+	workloads := []walWorkload{
 		{
 			name:     fmt.Sprintf("(a) %s batches of 1,000, fsync per batch", commas(int64(c.batches))),
 			passbook: func(dir string) (float64, error) { return passbookBatches(dir, c.batches) },

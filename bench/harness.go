@@ -1,0 +1,526 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The side-by-side harness: passbook (embedded, and over the Kafka
+// protocol) and its peers on the same workloads, in the same run, on the
+// same machine. Every claim is a ratio of two figures measured here.
+
+// workload is one kind of work every system that can do it runs.
+type workload int
+
+const (
+	wSingle  workload = iota // append one record at a time, each acknowledged
+	wBatch                   // append in windows of --batch records
+	wDurable                 // as wBatch, each acknowledgement after an fsync
+	wReplay                  // read N records from offset 0
+	wCommit                  // a consumer committing after every record
+	wLatency                 // produce → tailing consumer at a fixed rate
+	wKiB                     // as wBatch with 1 KiB records
+	numWorkloads
+)
+
+var workloadKeys = [numWorkloads]string{"single", "batch", "fsync", "replay", "commit", "latency", "1kib"}
+
+func (w workload) key() string { return workloadKeys[w] }
+
+// title is the heading of the workload's table.
+func (w workload) title(p params) string {
+	switch w {
+	case wSingle:
+		return fmt.Sprintf("Append %s × %d B, one record at a time", commas(int64(p.n)), p.size)
+	case wBatch:
+		return fmt.Sprintf("Append %s × %d B in batches of %s", commas(int64(p.n)), p.size, commas(int64(p.batch)))
+	case wDurable:
+		return fmt.Sprintf("Append %s × %d B in batches of %s, fsync before acknowledgement", commas(int64(p.n)), p.size, commas(int64(p.batch)))
+	case wReplay:
+		return fmt.Sprintf("Replay %s × %d B from offset 0", commas(int64(p.n)), p.size)
+	case wCommit:
+		return fmt.Sprintf("Consume %d B records, committing after every record", p.size)
+	case wLatency:
+		return fmt.Sprintf("End-to-end latency, produce → tailing consumer, %s records/s of %d B for %v", commas(int64(p.rate)), p.size, p.latencyTime)
+	case wKiB:
+		return fmt.Sprintf("Append %s × 1 KiB in batches of %s", commas(int64(p.n)), commas(int64(p.batch)))
+	}
+	return "?"
+}
+
+// params size every workload.
+type params struct {
+	n           int           // records per append and replay workload
+	size        int           // bytes per record (1 KiB for wKiB)
+	batch       int           // records per batch / window of unacknowledged records
+	maxTime     time.Duration // a measurement stops after this long; its rate is records done / time taken
+	rate        int           // wLatency: records/s offered
+	latencyTime time.Duration // wLatency: how long
+}
+
+// forWorkload is p as w runs it.
+func (p params) forWorkload(w workload) params {
+	if w == wKiB {
+		p.size = 1024
+	}
+	return p
+}
+
+// measure is the outcome of one workload in one trial.
+type measure struct {
+	records int           // records appended, read or committed
+	elapsed time.Duration // time taken
+	lat     []time.Duration
+}
+
+func (m measure) rate() float64 { return float64(m.records) / m.elapsed.Seconds() }
+
+// target is a started system.
+type target interface {
+	// run does one workload. A workload the system cannot do returns a
+	// notApplicable error naming the reason.
+	run(ctx context.Context, w workload, p params) (measure, error)
+	close() error
+}
+
+// system is one side of the comparison in one configuration.
+type system struct {
+	key     string // what --peers names (several systems may share one)
+	name    string // as the tables show it
+	version string
+	// durability says what an acknowledgement (or a commit) means on
+	// this system for w; "" when w is not applicable (see skip).
+	durability func(w workload) string
+	// skip names why w is not run here, or "".
+	skip func(w workload) string
+	// start starts it for one trial, in a fresh directory under tmp.
+	start func(ctx context.Context, tmp string) (target, error)
+	// unavailable, when set, is why the system cannot run at all (not
+	// installed): it is reported as skipped.
+	unavailable string
+	// variant marks a second configuration of a peer that runs only one
+	// workload (fsync): the other tables leave it out.
+	variant bool
+}
+
+// harness is one run's configuration.
+type harness struct {
+	p           params
+	trials      int
+	dir         string // where temporary directories go
+	peers       map[string]bool
+	workloads   []workload
+	pythonLab   string
+	natsServer  string
+	passbookBin string
+	mdOut       string
+	pngOut      string
+	quick       bool
+	stderr      io.Writer
+	command     string
+}
+
+const peersUsage = `usage: bench [--peers LIST] [--n N] [flags]
+
+Runs passbook (embedded, and "passbook serve" over the Kafka protocol with
+franz-go) side by side with its peers on the same workloads, starting and
+stopping each peer server itself on 127.0.0.1 with a fresh data directory.
+
+`
+
+var allPeers = []string{"wal", "kfake", "nats", "redis", "rabbitmq"}
+
+func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	h := harness{stderr: stderr}
+	peers := fs.String("peers", "all", "peers to run beside passbook: all, or a comma-separated list of "+strings.Join(allPeers, ", "))
+	wls := fs.String("workloads", "all", "workloads: all, or a comma-separated list of "+strings.Join(workloadKeys[:], ", "))
+	fs.IntVar(&h.p.n, "n", 1_000_000, "records per append and replay workload")
+	fs.IntVar(&h.p.batch, "batch", 1000, "records per batch (or window of unacknowledged records)")
+	fs.DurationVar(&h.p.maxTime, "max-time", 10*time.Second, "a measurement stops after this long; its rate is the records done over the time taken")
+	fs.IntVar(&h.p.rate, "rate", 10_000, "latency workload: records/s offered (below every system's saturation)")
+	fs.DurationVar(&h.p.latencyTime, "latency-time", 5*time.Second, "latency workload: how long to produce")
+	fs.IntVar(&h.trials, "trials", 3, "trials; each starts every system afresh")
+	fs.StringVar(&h.dir, "dir", os.TempDir(), "directory for the temporary data directories (the disk under test)")
+	fs.StringVar(&h.pythonLab, "python-lab", "", "the course's Python lab script, run with python3 in a fresh directory (not ours to commit)")
+	fs.StringVar(&h.natsServer, "nats-server", "nats-server", "the nats-server binary")
+	fs.StringVar(&h.passbookBin, "passbook", "", "the passbook binary for the Kafka-protocol runs (default: built from this repository with go build)")
+	fs.StringVar(&h.mdOut, "md", "", "also write the report into this markdown file, replacing only its own section (e.g. ../docs/benchmarks.md)")
+	fs.StringVar(&h.pngOut, "png", "", "also draw the bar chart into this PNG file (e.g. ../docs/benchmarks.png)")
+	fs.BoolVar(&h.quick, "quick", false, "N = 10,000, one trial, short latency run: a smoke run of seconds (for CI)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, peersUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if h.quick {
+		h.trials = 1
+		if !isFlagSet(fs, "n") {
+			h.p.n = 10_000
+		}
+		if !isFlagSet(fs, "max-time") {
+			h.p.maxTime = 2 * time.Second
+		}
+		if !isFlagSet(fs, "rate") {
+			h.p.rate = 2_000
+		}
+		if !isFlagSet(fs, "latency-time") {
+			h.p.latencyTime = time.Second
+		}
+	}
+	h.p.size = recordBytes
+	if h.p.n < 1 || h.p.batch < 1 || h.trials < 1 || h.p.rate < 1 || h.p.maxTime <= 0 || h.p.latencyTime <= 0 {
+		return errors.New("--n, --batch, --trials, --rate, --max-time and --latency-time must be positive")
+	}
+	h.peers = map[string]bool{}
+	for _, k := range strings.Split(*peers, ",") {
+		switch k = strings.TrimSpace(k); {
+		case k == "all":
+			for _, p := range allPeers {
+				h.peers[p] = true
+			}
+		case k == "" || k == "none":
+		case slices.Contains(allPeers, k):
+			h.peers[k] = true
+		default:
+			return fmt.Errorf("unknown peer %q (want all or some of %s)", k, strings.Join(allPeers, ", "))
+		}
+	}
+	for _, k := range strings.Split(*wls, ",") {
+		k = strings.TrimSpace(k)
+		if k == "all" {
+			h.workloads = nil
+			for w := range numWorkloads {
+				h.workloads = append(h.workloads, w)
+			}
+			break
+		}
+		i := slices.Index(workloadKeys[:], k)
+		if i < 0 {
+			return fmt.Errorf("unknown workload %q (want all or some of %s)", k, strings.Join(workloadKeys[:], ", "))
+		}
+		h.workloads = append(h.workloads, workload(i))
+	}
+	h.command = "go run -C bench . " + strings.Join(args, " ")
+	tmp, err := os.MkdirTemp(h.dir, "passbook-peers-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	res, err := h.run(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	report := res.markdown()
+	fmt.Fprint(stdout, report)
+	if h.mdOut != "" {
+		if err := writeSection(h.mdOut, report); err != nil {
+			return err
+		}
+	}
+	if h.pngOut != "" {
+		if err := res.chart(h.pngOut); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cell is one system on one workload over the trials.
+type cell struct {
+	trials []measure
+	errs   []string
+	skip   string
+}
+
+// results is everything a run measured.
+type results struct {
+	h       *harness
+	systems []*system
+	cells   map[string]map[workload]*cell // by system name
+	started time.Time
+	took    time.Duration
+	loadAvg [2]string // before and after
+	machine []string
+}
+
+func (r *results) cell(s *system, w workload) *cell {
+	m := r.cells[s.name]
+	if m == nil {
+		m = map[workload]*cell{}
+		r.cells[s.name] = m
+	}
+	c := m[w]
+	if c == nil {
+		c = &cell{}
+		m[w] = c
+	}
+	return c
+}
+
+func (h *harness) run(ctx context.Context, tmp string) (*results, error) {
+	systems, err := h.systems(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	r := &results{h: h, systems: systems, cells: map[string]map[workload]*cell{}, started: time.Now(), machine: machine(h.dir)}
+	r.loadAvg[0] = loadAvg()
+	for trial := range h.trials {
+		// Rotate the order of the systems, so that none always runs
+		// first on a quiet disk or last on a dirty one.
+		order := slices.Clone(systems)
+		k := trial % len(order)
+		order = append(order[k:], order[:k]...)
+		for _, s := range order {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			h.runSystem(ctx, r, s, trial, tmp)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.loadAvg[1] = loadAvg()
+	r.took = time.Since(r.started)
+	return r, nil
+}
+
+// runSystem starts s, runs each workload once on it, and stops it.
+func (h *harness) runSystem(ctx context.Context, r *results, s *system, trial int, tmp string) {
+	todo := []workload{}
+	for _, w := range h.workloads {
+		c := r.cell(s, w)
+		switch {
+		case s.unavailable != "":
+			c.skip = s.unavailable
+		case s.skip(w) != "":
+			c.skip = s.skip(w)
+		default:
+			todo = append(todo, w)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	dir := filepath.Join(tmp, fmt.Sprintf("%s-t%d", strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "").Replace(s.name), trial))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.cell(s, todo[0]).errs = append(r.cell(s, todo[0]).errs, err.Error())
+		return
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintf(h.stderr, "trial %d: %s: starting\n", trial+1, s.name)
+	t, err := s.start(ctx, dir)
+	if err != nil {
+		for _, w := range todo {
+			c := r.cell(s, w)
+			c.errs = append(c.errs, "could not start: "+err.Error())
+		}
+		fmt.Fprintf(h.stderr, "trial %d: %s: could not start: %v\n", trial+1, s.name, err)
+		return
+	}
+	defer func() {
+		if err := t.close(); err != nil {
+			fmt.Fprintf(h.stderr, "trial %d: %s: close: %v\n", trial+1, s.name, err)
+		}
+	}()
+	for _, w := range todo {
+		if ctx.Err() != nil {
+			return
+		}
+		c := r.cell(s, w)
+		m, err := t.run(ctx, w, h.p.forWorkload(w))
+		if reason, ok := isNA(err); ok {
+			c.skip = reason
+			continue
+		}
+		if err != nil {
+			c.errs = append(c.errs, err.Error())
+			fmt.Fprintf(h.stderr, "trial %d: %s: %s: %v\n", trial+1, s.name, w.key(), err)
+			continue
+		}
+		c.trials = append(c.trials, m)
+		if w == wLatency {
+			fmt.Fprintf(h.stderr, "trial %d: %s: %s: p50 %v p99 %v p99.9 %v (%s records)\n", trial+1, s.name, w.key(),
+				percentile(m.lat, 0.5), percentile(m.lat, 0.99), percentile(m.lat, 0.999), commas(int64(len(m.lat))))
+		} else {
+			fmt.Fprintf(h.stderr, "trial %d: %s: %s: %s records/s (%s records in %v)\n", trial+1, s.name, w.key(),
+				commas(int64(m.rate())), commas(int64(m.records)), roundDuration(m.elapsed))
+		}
+	}
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
+}
+
+// percentile of a sample (sorted or not; it sorts a copy).
+func percentile(lat []time.Duration, q float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(lat))
+	return s[int(q*float64(len(s)-1)+0.5)]
+}
+
+// values returns n distinct-looking, incompressible values of size bytes
+// (the same every run).
+func values(n, size int) [][]byte {
+	rng := rand.New(rand.NewChaCha8([32]byte{'p', 'a', 's', 's', 'b', 'o', 'o', 'k'}))
+	buf := make([]byte, n*size)
+	for i := 0; i+8 <= len(buf); i += 8 {
+		binary.LittleEndian.PutUint64(buf[i:], rng.Uint64())
+	}
+	vs := make([][]byte, n)
+	for i := range vs {
+		vs[i] = buf[i*size : (i+1)*size : (i+1)*size]
+	}
+	return vs
+}
+
+// A pool of values: workloads cycle through it rather than hold N.
+const valuePool = 4096
+
+// deadlineCount runs step(i, k) for i = 0, k, 2k, … < n, each doing up to
+// k records, until n are done or maxTime has passed; it returns the
+// records done and the time taken.
+func deadlineCount(ctx context.Context, n, k int, maxTime time.Duration, step func(i, k int) error) (measure, error) {
+	start := time.Now()
+	done := 0
+	for done < n {
+		if err := ctx.Err(); err != nil {
+			return measure{}, err
+		}
+		kk := min(k, n-done)
+		if err := step(done, kk); err != nil {
+			return measure{}, fmt.Errorf("after %s records: %w", commas(int64(done)), err)
+		}
+		done += kk
+		if time.Since(start) > maxTime {
+			break
+		}
+	}
+	return measure{records: done, elapsed: time.Since(start)}, nil
+}
+
+// epoch is the origin of the timestamps the latency workload puts in its
+// records: monotonic time in this process.
+var epoch = time.Now()
+
+// latencyProbe paces records at a fixed rate and records, for each, the
+// time from just before it was sent to when a tailing consumer saw it.
+// A record's value starts with its sequence number and its send time.
+type latencyProbe struct {
+	lat   []time.Duration
+	seen  []atomic.Bool
+	got   atomic.Int64
+	dups  atomic.Int64
+	all   chan struct{}
+	once  sync.Once
+	total int
+}
+
+func newLatencyProbe(p params) *latencyProbe {
+	total := int(float64(p.rate) * p.latencyTime.Seconds())
+	return &latencyProbe{lat: make([]time.Duration, total), seen: make([]atomic.Bool, total), all: make(chan struct{}), total: total}
+}
+
+// observe is called by the consumer for each value it receives.
+func (lp *latencyProbe) observe(v []byte) {
+	now := time.Since(epoch)
+	if len(v) < 16 {
+		return
+	}
+	seq := int(binary.BigEndian.Uint64(v))
+	sent := time.Duration(binary.BigEndian.Uint64(v[8:]))
+	if seq < 0 || seq >= lp.total {
+		return
+	}
+	if lp.seen[seq].Swap(true) {
+		lp.dups.Add(1)
+		return
+	}
+	lp.lat[seq] = now - sent
+	if int(lp.got.Add(1)) == lp.total {
+		lp.once.Do(func() { close(lp.all) })
+	}
+}
+
+// run offers p.rate records/s for p.latencyTime: every millisecond, send
+// gets the records due by then (usually a few), each stamped just
+// before the call. Then it waits for the consumer to see them all.
+func (lp *latencyProbe) run(ctx context.Context, p params, send func(vals [][]byte) error) (measure, error) {
+	const tick = time.Millisecond
+	perTick := float64(p.rate) * tick.Seconds()
+	pool := values(valuePool, p.size)
+	vals := make([][]byte, 0, 64)
+	start := time.Now()
+	sent := 0
+	for sent < lp.total {
+		if err := ctx.Err(); err != nil {
+			return measure{}, err
+		}
+		due := min(int(perTick*float64(time.Since(start)/tick+1)), lp.total)
+		vals = vals[:0]
+		for ; sent < due; sent++ {
+			v := slices.Clone(pool[sent%valuePool])
+			binary.BigEndian.PutUint64(v, uint64(sent))
+			binary.BigEndian.PutUint64(v[8:], uint64(time.Since(epoch)))
+			vals = append(vals, v)
+		}
+		if len(vals) > 0 {
+			if err := send(vals); err != nil {
+				return measure{}, fmt.Errorf("send: %w", err)
+			}
+		}
+		time.Sleep(time.Until(start.Add((time.Since(start)/tick + 1) * tick)))
+	}
+	offered := time.Since(start)
+	select {
+	case <-lp.all:
+	case <-time.After(10*time.Second + p.latencyTime):
+		return measure{}, fmt.Errorf("the consumer saw %s of %s records", commas(lp.got.Load()), commas(int64(lp.total)))
+	case <-ctx.Done():
+		return measure{}, ctx.Err()
+	}
+	if offered > p.latencyTime*3/2 {
+		return measure{}, fmt.Errorf("fell behind: offering %s records took %v, not %v", commas(int64(lp.total)), offered, p.latencyTime)
+	}
+	return measure{records: lp.total, elapsed: offered, lat: lp.lat}, nil
+}
+
+// onlyFor is a skip function for a configuration that runs only w.
+func onlyFor(w workload, why string) func(workload) string {
+	return func(x workload) string {
+		if x == w {
+			return ""
+		}
+		return why
+	}
+}

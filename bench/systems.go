@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+)
+
+// systems lists passbook's two sides and every selected peer, in the
+// order the tables show them. Peers that cannot run here are kept, with
+// the reason, so that the report says why they are missing.
+func (h *harness) systems(ctx context.Context, tmp string) ([]*system, error) {
+	bin, buildErr := passbookBinary(ctx, h.passbookBin, tmp)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pk := passbookKafka(ctx, bin, buildErr)
+	pe := passbookEmbedded()
+	head := gitHead()
+	pe.version = "this repository" + ifSet(" at ", head) + " (" + runtime.Version() + ")"
+	pk.version = "passbook serve" + ifSet(" at ", head) + ", franz-go " + moduleVersion("github.com/twmb/franz-go")
+	out := []*system{pe, pk}
+	add := func(key string, ss ...*system) {
+		if h.peers[key] {
+			out = append(out, ss...)
+		}
+	}
+	add("wal", walSystem())
+	add("kfake", kfakeSystem(false), kfakeSystem(true))
+	add("nats", natsSystem(h.natsServer, false), natsSystem(h.natsServer, true))
+	add("redis", redisSystem(false), redisSystem(true))
+	add("rabbitmq", rabbitSystem())
+	out = append(out, pythonLab(h.pythonLab))
+	for _, s := range out {
+		if s.key == "kfake" {
+			s.version = "franz-go kfake " + moduleVersion("github.com/twmb/franz-go/pkg/kfake")
+		}
+	}
+	if buildErr != nil {
+		fmt.Fprintf(h.stderr, "passbook serve will be skipped: %v\n", buildErr)
+	}
+	return out, nil
+}
+
+// gitHead is the repository's commit, marked "+changes" when the work
+// tree differs from it, or "" outside a git checkout.
+func gitHead() string {
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/passbook-log/passbook").Output()
+	if err != nil {
+		return ""
+	}
+	dir := strings.TrimSpace(string(root))
+	head, err := exec.Command("git", "-C", dir, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	s := "commit " + strings.TrimSpace(string(head))
+	if out, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench", ":!docs").Output(); err == nil && len(out) > 0 {
+		s += " with uncommitted changes"
+	}
+	return s
+}
