@@ -26,6 +26,10 @@ type SegmentBatch struct {
 	// at Pos parse as, and HeaderOK says whether they parsed at all.
 	Header   batch.Header
 	HeaderOK bool
+	// CRCOK says whether the bytes pass their CRC-32C: for damage, that
+	// only a field the CRC does not cover (the base offset) is wrong, or
+	// what the CRC covers is not sound records.
+	CRCOK bool
 	// Batch is the whole batch, for a valid one; nil for damage. It is
 	// valid until the iteration moves on.
 	Batch []byte
@@ -124,12 +128,15 @@ func (sc *segScanner) next() (SegmentBatch, error) {
 	// The header parsed unless reading it failed: a batch cut short by
 	// the end of the file still has a header.
 	headerOK := err == nil || errors.Is(err, batch.ErrShort) && h.Magic == batch.Magic && h.Length >= batch.HeaderSize-batch.LengthOverhead
+	crcOK := false
 	if err == nil {
+		_, cerr := batch.Check(b)
+		crcOK = cerr == nil
 		err = sc.check(b, h)
 	}
 	if err == nil {
 		sc.expect, sc.jump = h.NextOffset(), false
-		return SegmentBatch{Pos: pos, Size: int64(h.Size()), Header: h, HeaderOK: true, Batch: b}, nil
+		return SegmentBatch{Pos: pos, Size: int64(h.Size()), Header: h, HeaderOK: true, CRCOK: true, Batch: b}, nil
 	}
 	// Damage: find where valid batches start again. Offsets are missing
 	// there, so the next valid batch may start past the expected one.
@@ -139,7 +146,7 @@ func (sc *segScanner) next() (SegmentBatch, error) {
 		return SegmentBatch{}, rerr
 	}
 	sc.br.reset(sc.f, at, sc.size)
-	return SegmentBatch{Pos: pos, Size: at - pos, Header: h, HeaderOK: headerOK, Err: err}, nil
+	return SegmentBatch{Pos: pos, Size: at - pos, Header: h, HeaderOK: headerOK, CRCOK: crcOK, Err: err}, nil
 }
 
 // check verifies a whole batch read at the expected place: CRC, offsets,

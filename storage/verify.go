@@ -173,6 +173,7 @@ type damageRange struct {
 	err      error
 	h        batch.Header
 	headerOK bool
+	crcOK    bool
 }
 
 func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionScan, error) {
@@ -209,7 +210,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		case strings.HasSuffix(n, ".tmp"):
 			ps.tmp = append(ps.tmp, n)
 			r.Notes = append(r.Notes, fmt.Sprintf("%s is an interrupted write (Open removes it)", filepath.Join(dir, n)))
-		case strings.Contains(n, asideMark):
+		case isAside(n):
 			r.Notes = append(r.Notes, fmt.Sprintf("%s was moved aside by repair (read it with passbook dump)", filepath.Join(dir, n)))
 		case n == formatFile || n == lockFile || n == checkpointFile || isGapRuleFile(n):
 		default:
@@ -339,7 +340,7 @@ func scanOneSegment(fsys vfs.FS, dir string, base int64, active bool, ps *partit
 		if from < 0 {
 			from = s.damage[len(s.damage)-1].from
 		}
-		d := damageRange{pos: sb.Pos, end: sb.Pos + sb.Size, from: from, to: -1, err: sb.Err, h: sb.Header, headerOK: sb.HeaderOK}
+		d := damageRange{pos: sb.Pos, end: sb.Pos + sb.Size, from: from, to: -1, err: sb.Err, h: sb.Header, headerOK: sb.HeaderOK, crcOK: sb.CRCOK}
 		ix.damaged(d.pos, d.end)
 		if d.end < s.size {
 			d.to = sc.expect // the next valid batch's base is at least this; fixed below
@@ -381,6 +382,3 @@ func peekBase(f vfs.File, pos, size int64) (int64, bool) {
 	}
 	return int64(binary.BigEndian.Uint64(b[:])), true
 }
-
-// asideMark is in the names of files Repair moves aside.
-const asideMark = ".corrupt-"
