@@ -3,7 +3,9 @@ package kafka
 // Produce (key 0): versions 0–12. Advertised from 0 because librdkafka
 // before 2.11 drops compression unless Produce starts at 0; only
 // RecordBatch v2 (magic 2) is stored, which every client sends from v3.
-// No transactions and no topic IDs (v13).
+// No transactions and no topic IDs (v13). Batches of idempotent
+// producers are deduplicated and their sequence numbers checked (see
+// producers.go).
 //
 // Each partition's records must be one batch. storage.Log.AppendBatch
 // validates it completely before writing anything (CRC-32C, lengths,
@@ -73,7 +75,7 @@ func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error
 				p.ErrorCode = errorCode(err)
 				continue
 			}
-			end, err := appendBatch(l, rp.Records)
+			end, err := c.s.appendBatch(rt.Topic, rp.Partition, l, rp.Records)
 			if err != nil {
 				p.ErrorCode = errorCode(err)
 				if l.Err() != nil {
@@ -107,8 +109,9 @@ func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error
 type span struct{ first, next int64 }
 
 // appendBatch appends one produced batch, without waiting for
-// durability, and returns the offsets it got.
-func appendBatch(l *storage.Log, b []byte) (span, error) {
+// durability, and returns the offsets it got — for the retry of a batch
+// of an idempotent producer, those its original got (see producers.go).
+func (s *Server) appendBatch(topic string, part int32, l *storage.Log, b []byte) (span, error) {
 	h, err := batch.ParseHeader(b)
 	if err == nil && h.IsControl() {
 		// Only a transaction coordinator writes control batches.
@@ -118,6 +121,9 @@ func appendBatch(l *storage.Log, b []byte) (span, error) {
 		// This broker has always led the partition: epoch 0. The CRC
 		// does not cover the field.
 		batch.SetLeaderEpoch(b, leaderEpoch)
+		if h.ProducerID >= 0 {
+			return s.producers.append(topic, part, l, b, h)
+		}
 	}
 	first, err := l.AppendBatch(b, storage.InOS)
 	if err != nil {

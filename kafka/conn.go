@@ -31,6 +31,10 @@ type conn struct {
 	remote string
 	queue  chan pending
 
+	// clientID is the client id of the request being handled; only the
+	// reader goroutine touches it.
+	clientID string
+
 	// fetchBuf holds the record bytes of the fetch response being
 	// written. Only the writer goroutine touches it: fetches run in
 	// their reply's wait, one at a time, and the response is copied out
@@ -126,6 +130,7 @@ func (c *conn) handle(ctx context.Context, frame []byte) (p pending, ok bool, er
 	if err != nil {
 		return p, false, err
 	}
+	c.clientID = clientIDOf(frame)
 	if c.s.log.Enabled(ctx, slog.LevelDebug) {
 		c.s.log.Debug("kafka: request", "remote", c.remote, "api", h.key.Name(), "version", req.GetVersion(), "correlation", corr)
 	}
@@ -183,6 +188,25 @@ func decodeRequest(frame []byte) (kmsg.Request, *handler, int32, error) {
 		return nil, nil, corr, fmt.Errorf("%w: %s v%d: %w", ErrMalformed, h.key.Name(), version, err)
 	}
 	return req, h, corr, nil
+}
+
+// clientIDOf returns the client id of a request frame that
+// decodeRequest accepted.
+func clientIDOf(frame []byte) string {
+	n := int16(binary.BigEndian.Uint16(frame[8:]))
+	if n <= 0 {
+		return ""
+	}
+	return string(frame[10 : 10+int(n)])
+}
+
+// clientHost is the client's address as Kafka's DescribeGroups shows it.
+func (c *conn) clientHost() string {
+	host, _, err := net.SplitHostPort(c.remote)
+	if err != nil {
+		host = c.remote
+	}
+	return "/" + host
 }
 
 // skipTags skips a tagged-field section: a count, then for each field a

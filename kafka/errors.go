@@ -48,6 +48,12 @@ func errorCode(err error) int16 {
 		return kerr.UnsupportedForMessageFormat.Code
 	case errors.Is(err, batch.ErrCodec):
 		return kerr.UnsupportedCompressionType.Code
+	case errors.Is(err, errOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, errProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, errTransactional):
+		return kerr.TransactionalIDAuthorizationFailed.Code
 	case errors.Is(err, batch.ErrEmpty), errors.Is(err, storage.ErrEmpty), errors.Is(err, errControlBatch):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, storage.ErrInvalidBatch):

@@ -41,6 +41,19 @@ type Options struct {
 	MaxInFlight int
 	// ClusterID is reported in Metadata. Default "passbook".
 	ClusterID string
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeout a consumer group member may ask for (Kafka's
+	// group.min.session.timeout.ms and group.max.session.timeout.ms).
+	// Defaults 1s and 30m: the minimum is lower than Kafka's 6s, which
+	// protects a cluster from chatty clients that one broker need not
+	// fear.
+	GroupMinSessionTimeout time.Duration
+	GroupMaxSessionTimeout time.Duration
+	// ProducerStateBytes is how much of a partition's tail is read, at
+	// its first idempotent produce after the server starts, to rebuild
+	// the last batches of each producer, so that a retry across a restart
+	// is still recognized. Default 16 MiB. See docs/kafka.md.
+	ProducerStateBytes int64
 	// Logger receives the server's log lines. Default: discard.
 	Logger *slog.Logger
 }
@@ -65,6 +78,14 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("max in flight %d is negative", o.MaxInFlight))
+	}
+	if o.GroupMinSessionTimeout < 0 || o.GroupMaxSessionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("group session timeout bounds %v, %v: negative", o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout))
+	} else if o.GroupMaxSessionTimeout > 0 && o.GroupMinSessionTimeout > o.GroupMaxSessionTimeout {
+		errs = append(errs, fmt.Errorf("group min session timeout %v is over the max %v", o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout))
+	}
+	if o.ProducerStateBytes < 0 {
+		errs = append(errs, fmt.Errorf("producer state bytes %d is negative", o.ProducerStateBytes))
 	}
 	if o.Advertise != "" {
 		if _, _, err := splitHostPort(o.Advertise); err != nil {
@@ -94,6 +115,15 @@ func (o *Options) withDefaults() Options {
 	if c.ClusterID == "" {
 		c.ClusterID = "passbook"
 	}
+	if c.GroupMinSessionTimeout == 0 {
+		c.GroupMinSessionTimeout = defaultGroupMinSession
+	}
+	if c.GroupMaxSessionTimeout == 0 {
+		c.GroupMaxSessionTimeout = max(defaultGroupMaxSession, c.GroupMinSessionTimeout)
+	}
+	if c.ProducerStateBytes == 0 {
+		c.ProducerStateBytes = defaultProducerStateBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -104,9 +134,11 @@ func (o *Options) withDefaults() Options {
 // cluster whose broker is NodeID. It does not own the DB: close the DB
 // after Shutdown returns.
 type Server struct {
-	db  *passbook.DB
-	o   Options
-	log *slog.Logger
+	db        *passbook.DB
+	o         Options
+	log       *slog.Logger
+	groups    *coordinator
+	producers *producerStates
 
 	// polls is canceled by Shutdown and Close: long polls return early.
 	polls      context.Context
@@ -131,6 +163,15 @@ func NewServer(db *passbook.DB, opts *Options) (*Server, error) {
 	}
 	o := opts.withDefaults()
 	s := &Server{db: db, o: o, log: o.Logger}
+	partitions := func(topic string) (int, error) {
+		t, err := db.Topic(topic)
+		if err != nil {
+			return 0, err
+		}
+		return t.Partitions(), nil
+	}
+	s.groups = newCoordinator(db.Offsets(), partitions, o.Logger, o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout)
+	s.producers = newProducerStates(o.ProducerStateBytes, o.Logger)
 	s.polls, s.stopPolls = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*conn]struct{}{}
@@ -241,6 +282,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	s.stopPolls()
 	s.acceptDone.Wait()
+	s.groups.close()
 
 	done := make(chan struct{})
 	go func() {
@@ -277,6 +319,7 @@ func (s *Server) closeNow() {
 	}
 	s.mu.Unlock()
 	s.stopPolls()
+	s.groups.close()
 }
 
 // advertised is the broker address Metadata reports to clients of a

@@ -1,0 +1,129 @@
+package kafka
+
+// OffsetFetch (key 9): versions 0–9 (v10 names topics by ID).
+//
+// Reads a group's committed offsets from the offset store — whatever
+// wrote them: a Kafka client's OffsetCommit, an embedded consumer of the
+// same name, `passbook offsets set`. A partition with nothing committed
+// gets offset −1 and no error, as from Kafka; a null topic list (v2+)
+// asks for every committed offset of the group. v8+ asks for several
+// groups at once. Without transactions no offset is ever unstable, so
+// require_stable (v7+) changes nothing. Leader epochs are −1.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.OffsetFetch, 0, 9, offsetFetch) }
+
+func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (reply, error) {
+	ctx = context.WithoutCancel(ctx)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		topics, code := c.s.groups.fetchOffsets(ctx, req.Group, req.Topics)
+		resp.Topics, resp.ErrorCode = topics, code
+		if req.Version < 2 && code != 0 {
+			for i := range resp.Topics {
+				for j := range resp.Topics[i].Partitions {
+					resp.Topics[i].Partitions[j].ErrorCode = code
+				}
+			}
+		}
+		return reply{resp: resp}, nil
+	}
+	for _, rg := range req.Groups {
+		var want []kmsg.OffsetFetchRequestTopic
+		if rg.Topics != nil {
+			want = []kmsg.OffsetFetchRequestTopic{}
+			for _, rt := range rg.Topics {
+				want = append(want, kmsg.OffsetFetchRequestTopic{Topic: rt.Topic, Partitions: rt.Partitions})
+			}
+		}
+		topics, code := c.s.groups.fetchOffsets(ctx, rg.Group, want)
+		g := kmsg.NewOffsetFetchResponseGroup()
+		g.Group, g.ErrorCode = rg.Group, code
+		for _, t := range topics {
+			gt := kmsg.NewOffsetFetchResponseGroupTopic()
+			gt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+				gt.Partitions = append(gt.Partitions, gp)
+			}
+			g.Topics = append(g.Topics, gt)
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	return reply{resp: resp}, nil
+}
+
+// fetchOffsets reads the offsets group committed on the partitions asked
+// for, or on every partition when want is nil. The error code is for the
+// whole group.
+func (co *coordinator) fetchOffsets(ctx context.Context, group string, want []kmsg.OffsetFetchRequestTopic) ([]kmsg.OffsetFetchResponseTopic, int16) {
+	part := func(p int32, e *offsets.Entry) kmsg.OffsetFetchResponseTopicPartition {
+		rp := kmsg.NewOffsetFetchResponseTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, kmsg.StringPtr("")
+		if e != nil {
+			rp.Offset, rp.Metadata = e.Offset, kmsg.StringPtr(e.Metadata)
+		}
+		return rp
+	}
+	var out []kmsg.OffsetFetchResponseTopic
+	if want == nil {
+		if group == "" { // not every consumer's offsets
+			return nil, 0
+		}
+		list, err := co.store.List(ctx, offsets.Filter{Consumer: group})
+		if err != nil {
+			return nil, co.storeErrorCode(err)
+		}
+		for i := range list {
+			e := &list[i]
+			if len(out) == 0 || out[len(out)-1].Topic != e.Topic {
+				t := kmsg.NewOffsetFetchResponseTopic()
+				t.Topic = e.Topic
+				out = append(out, t)
+			}
+			t := &out[len(out)-1]
+			t.Partitions = append(t.Partitions, part(e.Partition, e))
+		}
+		return out, 0
+	}
+	code := int16(0)
+	for _, rt := range want {
+		t := kmsg.NewOffsetFetchResponseTopic()
+		t.Topic = rt.Topic
+		committed := map[int32]*offsets.Entry{}
+		if group != "" && rt.Topic != "" && code == 0 {
+			list, err := co.store.List(ctx, offsets.Filter{Consumer: group, Topic: rt.Topic})
+			if err != nil {
+				code = co.storeErrorCode(err)
+			}
+			for i := range list {
+				committed[list[i].Partition] = &list[i]
+			}
+		}
+		for _, p := range rt.Partitions {
+			t.Partitions = append(t.Partitions, part(p, committed[p]))
+		}
+		out = append(out, t)
+	}
+	return out, code
+}
+
+// storeErrorCode maps an offset store failure to a Kafka error code: a
+// store closing under a shutdown sends the client to find the
+// coordinator again.
+func (co *coordinator) storeErrorCode(err error) int16 {
+	if errors.Is(err, offsets.ErrClosed) || errors.Is(err, context.Canceled) {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	co.log.Warn("kafka: offset store failed", "err", err)
+	return kerr.UnknownServerError.Code
+}
