@@ -121,7 +121,17 @@ func Repair(dir string, opts *RepairOptions) (*RepairReport, error) {
 	}
 	rp := &repairPlan{fs: o.FS, dir: dir, dry: o.DryRun, stamp: o.Now().UTC().Format("20060102T150405Z")}
 	rep := &RepairReport{Dir: dir, Before: ps.report, Start: ps.report.Start, Head: ps.report.Head}
-	err = rp.run(ps, rep)
+	if ps.gaps.swapPending() && !ps.cleanerBad {
+		// Finish the cleaner's swap first, as Open would, so that what
+		// follows works on the segments Open will see.
+		err = rp.completeSwap(ps)
+		if err == nil && !o.DryRun {
+			ps, err = scanPartition(o.FS, dir, func(int64) {})
+		}
+	}
+	if err == nil {
+		err = rp.run(ps, rep)
+	}
 	rep.Actions = rp.actions
 	lock.Close()
 	if err != nil || o.DryRun {
@@ -194,9 +204,32 @@ func (rp *repairPlan) run(ps *partitionScan, rep *RepairReport) error {
 			return err
 		}
 	}
+	if ps.cleanerBad {
+		// Rebuilt conservatively: every closed segment may have been
+		// cleaned (its batches may skip offsets), nothing is known to
+		// be clean yet, no tombstone is due for removal.
+		st := cleanerState{rewritten: ps.report.Head}
+		if n := len(ps.segs); n > 0 {
+			st.rewritten = ps.segs[n-1].base
+		}
+		a := RepairAction{What: "rewrite", File: rp.path(cleanerFile),
+			Detail: fmt.Sprintf("fails its checks; moved aside, and replaced by one that lets every closed segment be a cleaned one (rewritten point %d) and has the cleaner start over", st.rewritten)}
+		if err := rp.do(a, func() error {
+			if err := rp.rename(cleanerFile, asideCorrupt); err != nil {
+				return err
+			}
+			return writeFileAtomic(rp.fs, rp.dir, cleanerFile, st.encode())
+		}); err != nil {
+			return err
+		}
+	}
 	if _, err := rp.fs.Stat(rp.path(formatFile)); err != nil && len(ps.segs) > 0 {
+		line := formatLine
+		if _, err := rp.fs.Stat(rp.path(cleanerFile)); err == nil {
+			line = formatLine2
+		}
 		if err := rp.do(RepairAction{What: "create", File: rp.path(formatFile), Detail: "the partition's FORMAT file was missing"}, func() error {
-			return writeFileAtomic(rp.fs, rp.dir, formatFile, []byte(formatLine))
+			return writeFileAtomic(rp.fs, rp.dir, formatFile, []byte(line))
 		}); err != nil {
 			return err
 		}
@@ -235,7 +268,7 @@ func (rp *repairPlan) cut(ps *partitionScan, rep *RepairReport) ([]*segScan, err
 		if i > 0 {
 			prev := ps.segs[i-1]
 			end := prev.next
-			if end >= 0 && end != s.base && !ps.gaps.between(end, s.base) {
+			if end >= 0 && end != s.base {
 				k = max(k, i-1)
 			}
 		}
@@ -324,7 +357,7 @@ func damagedEnd(s *segScan) int64 {
 	if d.crcOK {
 		return d.from + int64(d.h.LastOffsetDelta) + 1
 	}
-	if d.h.Magic != batch.Magic || d.h.BaseOffset != d.from {
+	if d.h.BaseOffset != d.from {
 		return d.from
 	}
 	limit := int64(1 << 20) // a compressed batch's records take next to no bytes
@@ -379,6 +412,26 @@ func (rp *repairPlan) writeSegment(base int64, r io.Reader) error {
 		}
 	}
 	return rp.fs.SyncDir(rp.dir)
+}
+
+// completeSwap completes the swap CLEANER names, as Open does, and
+// clears it, so that nothing Repair writes is taken for part of it.
+func (rp *repairPlan) completeSwap(ps *partitionScan) error {
+	g := ps.gaps
+	a := RepairAction{What: "complete swap", File: rp.path(segmentName(g.swapBase, ".log")),
+		Detail: fmt.Sprintf("the cleaner committed this cleaned segment in place of the segments from offset %d to %d; finished as Open would", g.swapBase, g.swapEnd)}
+	return rp.do(a, func() error {
+		names, err := rp.fs.ReadDir(rp.dir)
+		if err != nil {
+			return err
+		}
+		if err := completeSwap(rp.fs, rp.dir, names, g.swapBase, g.swapEnd); err != nil {
+			return err
+		}
+		st := g.state
+		st.swapBase, st.swapEnd = 0, 0
+		return writeFileAtomic(rp.fs, rp.dir, cleanerFile, st.encode())
+	})
 }
 
 // truncateTorn copies the torn tail of the active segment s aside, then

@@ -2,8 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"github.com/passbook-log/passbook/batch"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -159,21 +161,36 @@ func TestRepair_MissingSegmentAndCheckpoint(t *testing.T) {
 }
 
 // TestRepair_RandomFlips flips one random byte of a random segment or
-// index file of a closed partition, many times: Verify reports it (unless
-// it hit a batch's partition leader epoch, which no check covers and no
-// reader uses), readers never return a record that differs from what was
-// appended, and after Repair the log opens, verifies clean and holds
-// only the records appended, at their offsets.
+// index file of a closed partition, plain or compacted, many times:
+// Verify reports it (unless it hit a batch's partition leader epoch,
+// which no check covers and no reader uses), readers never return a
+// record that differs from what was appended, and after Repair the log
+// opens, verifies clean and holds only the records appended, at their
+// offsets, and its head never goes back.
 func TestRepair_RandomFlips(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-	want := map[int64]string{}
+	plain := map[int64]string{}
 	for i := range 200 {
-		want[int64(i)] = string(value(i))
+		plain[int64(i)] = string(value(i))
 	}
-	for round := range 150 {
-		mem, bases := verifyFixture(t)
+	for round := range 120 {
+		var mem *vfs.MemFS
+		want, head := plain, int64(200)
+		if round%2 == 0 {
+			mem, _ = verifyFixture(t)
+		} else {
+			mem, want = compactedFixture(t)
+			head = 300
+		}
+		var bases []int64
+		names, _ := mem.ReadDir("/p")
+		for _, n := range names {
+			if b, ok := SegmentBase(n); ok && strings.HasSuffix(n, ".log") {
+				bases = append(bases, b)
+			}
+		}
 		base := bases[rng.IntN(len(bases))]
 		ext := []string{".log", ".index", ".timeindex"}[rng.IntN(3)]
 		name := seg(base, ext)
@@ -198,7 +215,7 @@ func TestRepair_RandomFlips(t *testing.T) {
 		}
 		// Readers return the right records or ErrCorrupt.
 		if l, err := Open("/p", &Options{FS: mem}); err == nil {
-			for off := int64(0); off < 200; off += 37 {
+			for off := int64(0); off < head; off += 37 {
 				for rec, err := range l.Records(off) {
 					if err != nil {
 						if !errors.Is(err, ErrCorrupt) {
@@ -206,7 +223,7 @@ func TestRepair_RandomFlips(t *testing.T) {
 						}
 						break
 					}
-					if string(rec.Value) != want[rec.Offset] {
+					if v, ok := want[rec.Offset]; !ok || string(rec.Value) != v {
 						t.Fatalf("%s: offset %d read as %q", what, rec.Offset, rec.Value)
 					}
 				}
@@ -215,18 +232,130 @@ func TestRepair_RandomFlips(t *testing.T) {
 		}
 		r := mustRepair(t, mem, false)
 		l := mustOpen(t, "/p", &Options{FS: mem})
-		n := int64(0)
+		n := 0
 		for rec, err := range l.Records(l.StartOffset()) {
-			if err != nil || string(rec.Value) != want[rec.Offset] {
+			if v, ok := want[rec.Offset]; err != nil || !ok || string(rec.Value) != v {
 				t.Fatalf("%s: after repair %v: offset %d %q, %v", what, actions(r), rec.Offset, rec.Value, err)
 			}
 			n++
 		}
+		kept := 0
+		for off := range want {
+			if off >= r.Start {
+				kept++
+			}
+		}
 		// The head never goes back (no offset is reused); it may move on
 		// past offsets a damaged header's counts claimed.
-		if n != max(0, 200-r.Start) || l.Head() < 200 || r.Lost != r.Start {
-			t.Fatalf("%s: after repair %v: %d records, head %d, lost %d", what, actions(r), n, l.Head(), r.Lost)
+		if n != kept || l.Head() < head || r.Lost != r.Start {
+			t.Fatalf("%s: after repair %v: %d records (want %d), head %d, lost %d", what, actions(r), n, kept, l.Head(), r.Lost)
 		}
 		l.Close()
+	}
+}
+
+// compactedFixture writes a compacted partition: 300 keyed records over
+// 10 keys in small segments, cleaned once, so that its closed segments'
+// batches skip offsets.
+func compactedFixture(t *testing.T) (*vfs.MemFS, map[int64]string) {
+	t.Helper()
+	mem := vfs.NewMem()
+	l := mustOpen(t, "/p", &Options{FS: mem, SegmentBytes: 2 << 10, IndexInterval: 200, Compact: true, CleanerInterval: time.Hour})
+	for i := range 300 {
+		if _, err := l.Append([]batch.Record{{Key: fmt.Appendf(nil, "k%d", i%10), Value: value(i)}}, DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kept := map[int64]string{}
+	for rec, err := range l.Records(0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept[rec.Offset] = string(rec.Value)
+	}
+	if len(kept) >= 300 {
+		t.Fatalf("compaction kept %d records", len(kept))
+	}
+	l.Close()
+	return mem, kept
+}
+
+func TestVerify_Compacted(t *testing.T) {
+	mem, kept := compactedFixture(t)
+	r := mustVerify(t, mem)
+	if !r.OK() || r.Head != 300 || r.Records != int64(len(kept)) {
+		t.Fatalf("problems %v, head %d, %d records (want %d)", r.Problems, r.Head, r.Records, len(kept))
+	}
+	// The gap rule holds for cleaned segments only: the same partition
+	// at format 1 has its gaps reported.
+	mem.SetFileBytes("/p/FORMAT", []byte(formatLine))
+	if r := mustVerify(t, mem); r.OK() {
+		t.Error("gaps in a format 1 partition not reported")
+	}
+}
+
+func TestRepair_Compacted(t *testing.T) {
+	mem, kept := compactedFixture(t)
+	flipByte(t, mem, "/p/CLEANER", 9)
+	if r := mustVerify(t, mem); len(r.Problems) != 1 || !strings.HasSuffix(r.Problems[0].File, "CLEANER") {
+		t.Fatalf("problems %v", r.Problems)
+	}
+	r := mustRepair(t, mem, false)
+	wantActions(t, r, "rewrite CLEANER 0-0")
+	l := mustOpen(t, "/p", &Options{FS: mem, Compact: true, CleanerInterval: time.Hour})
+	defer l.Close()
+	n := 0
+	for rec, err := range l.Records(0) {
+		if err != nil || kept[rec.Offset] != string(rec.Value) {
+			t.Fatalf("offset %d %q, %v", rec.Offset, rec.Value, err)
+		}
+		n++
+	}
+	if n != len(kept) || l.Head() != 300 {
+		t.Errorf("%d records, head %d", n, l.Head())
+	}
+	if _, err := l.Compact(context.Background()); err != nil {
+		t.Errorf("compaction after repair: %v", err)
+	}
+}
+
+func TestRepair_PendingSwap(t *testing.T) {
+	mem := vfs.NewMem()
+	// The first rename of a cleaned file fails: CLEANER has committed
+	// the swap, the files are still under their .cleaned names.
+	faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{Kinds: vfs.OpRename, Filter: func(op vfs.Op) bool { return strings.HasSuffix(op.Name, ".cleaned") }})
+	l := mustOpen(t, "/p", &Options{FS: faulty, SegmentBytes: 2 << 10, Compact: true, CleanerInterval: time.Hour})
+	for i := range 300 {
+		if _, err := l.Append([]batch.Record{{Key: fmt.Appendf(nil, "k%d", i%10), Value: value(i)}}, DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Compact(context.Background()); err == nil {
+		t.Fatal("compaction did not fail")
+	}
+	l.Close()
+	r := mustVerify(t, mem)
+	if !r.OK() || r.Head != 300 {
+		t.Fatalf("problems %v, head %d", r.Problems, r.Head)
+	}
+	rep := mustRepair(t, mem, false)
+	if len(rep.Actions) != 1 || rep.Actions[0].What != "complete swap" {
+		t.Fatalf("actions %v", actions(rep))
+	}
+	names, _ := mem.ReadDir("/p")
+	for _, n := range names {
+		if strings.HasSuffix(n, ".cleaned") {
+			t.Errorf("%s left", n)
+		}
+	}
+	reopen := mustOpen(t, "/p", &Options{FS: mem, Compact: true, CleanerInterval: time.Hour})
+	defer reopen.Close()
+	for _, err := range reopen.Records(0) {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

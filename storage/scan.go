@@ -86,6 +86,7 @@ func ScanSegment(fsys vfs.FS, path string, base int64) iter.Seq2[SegmentBatch, e
 		}
 		var sc segScanner
 		sc.reset(f, size, base)
+		sc.gaps = mayBeCleaned(fsys, path, base)
 		for {
 			sb, err := sc.next()
 			if err == io.EOF {
@@ -105,7 +106,7 @@ type segScanner struct {
 	size   int64
 	br     batchReader
 	expect int64 // base offset the next batch must have
-	gaps   bool  // base offsets may jump forward (a cleaned segment)
+	gaps   bool  // records may skip offsets inside a batch (a cleaned segment)
 	jump   bool  // after damage: the next batch may start past expect
 	cur    batch.Cursor
 }
@@ -156,11 +157,11 @@ func (sc *segScanner) check(b []byte, h batch.Header) error {
 		return err
 	}
 	switch {
-	case h.BaseOffset < sc.expect || h.BaseOffset > sc.expect && !sc.gaps && !sc.jump:
+	case h.BaseOffset < sc.expect || h.BaseOffset > sc.expect && !sc.jump:
 		return fmt.Errorf("%w: batch has base offset %d, want %d", ErrCorrupt, h.BaseOffset, sc.expect)
 	case h.RecordCount < 1 && !sc.gaps:
 		return fmt.Errorf("%w: batch has no records", ErrCorrupt)
-	case h.LastOffsetDelta != h.RecordCount-1 && !sc.gaps, h.LastOffsetDelta < h.RecordCount-1:
+	case h.LastOffsetDelta != h.RecordCount-1 && !sc.gaps, h.RecordCount > h.LastOffsetDelta+1:
 		return fmt.Errorf("%w: batch has %d records and last offset delta %d", ErrCorrupt, h.RecordCount, h.LastOffsetDelta)
 	}
 	if err := sc.cur.Reset(b); err != nil {
@@ -238,4 +239,30 @@ func (sc *segScanner) validAt(pos int64) (bool, error) {
 	}
 	_, err = batch.Check(b)
 	return err == nil, nil
+}
+
+// mayBeCleaned reports whether the segment file at path, in a partition
+// directory, is one the cleaner may have rewritten, so that its records
+// may skip offsets (see the package doc's gap rule).
+func mayBeCleaned(fsys vfs.FS, path string, base int64) bool {
+	dir := filepath.Dir(path)
+	format, err := readFile(fsys, filepath.Join(dir, formatFile))
+	if err != nil {
+		return false
+	}
+	g, err := readGapRule(fsys, dir, string(format))
+	if err != nil {
+		return false
+	}
+	names, err := fsys.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	active := true
+	for _, n := range names {
+		if b, ok := SegmentBase(n); ok && b > base && strings.HasSuffix(n, ".log") {
+			active = false
+		}
+	}
+	return g.inside(base, active)
 }

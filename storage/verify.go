@@ -149,6 +149,8 @@ type partitionScan struct {
 	cpBad  bool     // CHECKPOINT exists and fails its checks
 	tmp    []string // *.tmp files (interrupted atomic writes)
 	gaps   gapRule
+	// cleanerBad: CLEANER exists and fails its checks.
+	cleanerBad bool
 }
 
 // segScan is what scanning one segment found.
@@ -194,15 +196,23 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 	case err != nil:
 		problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: -1, Detail: err.Error()})
 	default:
-		if ps.gaps, err = readGapRule(fsys, dir, string(format)); err != nil {
+		var ce *CorruptError
+		if ps.gaps, err = readGapRule(fsys, dir, string(format)); errors.As(err, &ce) {
+			// Without it, every closed segment may have been cleaned.
+			ps.cleanerBad, ps.gaps = true, gapRule{rewritten: 1<<63 - 1}
+			problem(Problem{Kind: ProblemFile, File: ce.File, Pos: ce.Pos, Detail: ce.Err.Error() + "; Open refuses the partition"})
+		} else if err != nil {
 			problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: 0, Detail: err.Error()})
 		}
 	}
 	var bases []int64
 	for _, n := range names {
 		switch base, ok := SegmentBase(n); {
+		case ok && strings.HasSuffix(n, ".log") && ps.gaps.swapped(base):
+			r.Notes = append(r.Notes, fmt.Sprintf("%s is replaced by a cleaned segment when Open completes the swap CLEANER names", filepath.Join(dir, n)))
 		case ok && strings.HasSuffix(n, ".log"):
 			bases = append(bases, base)
+		case ok && ps.gaps.swapped(base):
 		case ok:
 			if !slices.Contains(names, segmentName(base, ".log")) {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s has no .log file (left over by retention; Open ignores it)", filepath.Join(dir, n)))
@@ -210,6 +220,10 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		case strings.HasSuffix(n, ".tmp"):
 			ps.tmp = append(ps.tmp, n)
 			r.Notes = append(r.Notes, fmt.Sprintf("%s is an interrupted write (Open removes it)", filepath.Join(dir, n)))
+		case isCleanedFile(n):
+			if !ps.gaps.swapPending() {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s is a cleaned segment whose swap never committed (Open removes it)", filepath.Join(dir, n)))
+			}
 		case isAside(n):
 			r.Notes = append(r.Notes, fmt.Sprintf("%s was moved aside by repair (read it with passbook dump)", filepath.Join(dir, n)))
 		case n == formatFile || n == lockFile || n == checkpointFile || isGapRuleFile(n):
@@ -250,7 +264,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		}
 		if i == 0 {
 			r.Start = base
-		} else if prevNext >= 0 && base != prevNext && !ps.gaps.between(prevNext, base) {
+		} else if prevNext >= 0 && base != prevNext {
 			if base > prevNext {
 				problem(Problem{Kind: ProblemOffsets, File: s.path, Pos: 0, From: prevNext, To: base,
 					Detail: fmt.Sprintf("segment starts at offset %d but the one before it ends at %d: offsets missing", base, prevNext)})
@@ -288,6 +302,13 @@ func fixTo(ps []Problem, file string, pos, to int64) {
 // scanOneSegment checks one segment and its index files.
 func scanOneSegment(fsys vfs.FS, dir string, base int64, active bool, ps *partitionScan, progress func(int64)) (*segScan, []Problem, error) {
 	s := &segScan{base: base, path: filepath.Join(dir, segmentName(base, ".log")), active: active, runBase: base}
+	suffix := ""
+	if ps.gaps.swapPending() && base == ps.gaps.swapBase {
+		if p, ok := cleanedPath(fsys, s.path); ok {
+			// Open completes the swap: check the segment it will have.
+			s.path, suffix = p, cleanedSuffix
+		}
+	}
 	f, err := fsys.OpenFile(s.path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil, err
@@ -304,14 +325,14 @@ func scanOneSegment(fsys vfs.FS, dir string, base int64, active bool, ps *partit
 		ps.report.Notes = append(ps.report.Notes, fmt.Sprintf("%s is the active segment of a log not closed cleanly: Open re-validates it and rebuilds its indexes", s.path))
 	}
 	var probs []Problem
-	ix := newIndexCheck(fsys, dir, base, checkIdx)
+	ix := newIndexCheck(fsys, dir, base, suffix, checkIdx)
 	synced := int64(0)
 	if !ps.cpBad && ps.cp.base == base {
 		synced = ps.cp.pos
 	}
 	var sc segScanner
 	sc.reset(f, s.size, base)
-	sc.gaps = ps.gaps.inside(base)
+	sc.gaps = ps.gaps.inside(base, active)
 	s.next = base
 	reported := int64(0)
 	for {

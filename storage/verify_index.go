@@ -38,10 +38,10 @@ type indexCheck struct {
 	problems          []Problem
 }
 
-func newIndexCheck(fsys vfs.FS, dir string, base int64, on bool) *indexCheck {
+func newIndexCheck(fsys vfs.FS, dir string, base int64, suffix string, on bool) *indexCheck {
 	x := &indexCheck{on: on, base: base, runMax: -1, first: true,
-		offPath:  filepath.Join(dir, segmentName(base, ".index")),
-		timePath: filepath.Join(dir, segmentName(base, ".timeindex")),
+		offPath:  filepath.Join(dir, segmentName(base, ".index")+suffix),
+		timePath: filepath.Join(dir, segmentName(base, ".timeindex")+suffix),
 		byPos:    map[uint32][]int{}, byRel: map[uint32][]int{},
 	}
 	if !on {
