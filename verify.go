@@ -1,0 +1,375 @@
+package passbook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
+	"github.com/passbook-log/passbook/vfs"
+)
+
+// Problem kinds of a data directory, besides the partitions' own (see
+// storage.ProblemKind).
+const (
+	// ProblemTopic: a topic.json that Open cannot read, or a partition
+	// directory missing (Open would create it empty and reuse its
+	// offsets).
+	ProblemTopic storage.ProblemKind = "topic"
+	// ProblemOffsetStore: the offset store fails SQLite's integrity
+	// check, cannot be read, or holds a committed offset past its
+	// partition's head.
+	ProblemOffsetStore storage.ProblemKind = "offset store"
+)
+
+// CheckOptions configure Verify and Repair. A nil or zero CheckOptions is
+// valid.
+type CheckOptions struct {
+	// FS holds the topics' logs (default: the OS). The offset store is
+	// always on the OS, as with Open.
+	FS vfs.FS
+	// Progress, if set, is called now and then with the segment bytes
+	// checked so far and in all.
+	Progress func(done, total int64)
+	// DryRun makes Repair report what it would do, and do nothing.
+	DryRun bool
+	// Now names the files Repair moves aside; default time.Now.
+	Now func() time.Time
+}
+
+// PartitionCheck is what Verify or Repair found in one partition.
+type PartitionCheck struct {
+	Topic     string
+	Partition int32
+	Report    *storage.VerifyReport // what Verify found (for Repair: before)
+	Repair    *storage.RepairReport // what Repair did; nil for Verify
+}
+
+// CheckReport is what Verify or Repair found in a data directory.
+type CheckReport struct {
+	Dir        string
+	Topics     int
+	Partitions []PartitionCheck
+	// Offsets is the number of committed offsets checked.
+	Offsets int
+	// Problems are the data directory's own: topics and the offset store.
+	// Each partition's are in its report.
+	Problems []storage.Problem
+	Notes    []string
+	// Actions are what Repair did to the offset store.
+	Actions []storage.RepairAction
+}
+
+// AllProblems lists every problem found: the data directory's, then each
+// partition's in order. After Repair, it lists what is still wrong.
+func (r *CheckReport) AllProblems() []storage.Problem {
+	ps := slices.Clone(r.Problems)
+	for _, p := range r.Partitions {
+		rep := p.Report
+		if p.Repair != nil {
+			rep = p.Repair.After
+		}
+		if rep != nil {
+			ps = append(ps, rep.Problems...)
+		}
+	}
+	return ps
+}
+
+// OK reports whether nothing is wrong.
+func (r *CheckReport) OK() bool { return len(r.AllProblems()) == 0 }
+
+// Verify checks the data directory dir, which must not be open (it takes
+// the directory's lock; a running server holds it): every partition of
+// every topic with storage.Verify, every topic's configuration, and the
+// offset store — SQLite's integrity check, and every committed offset
+// within its partition's [0, head]. The error is for a directory it could
+// not check at all.
+func Verify(dir string, opts *CheckOptions) (*CheckReport, error) {
+	return check(dir, opts, false)
+}
+
+// Repair fixes what it can of the data directory dir, which must not be
+// open: every partition with storage.Repair (which never deletes data:
+// what it takes out of a log it moves aside), and every committed offset
+// past its partition's head, set to the head (it was committed for
+// records a crash or a repair took out of the log; the consumer goes on
+// with the records appended from there). It cannot repair an offset
+// store that fails SQLite's integrity check: that stays a problem.
+func Repair(dir string, opts *CheckOptions) (*CheckReport, error) {
+	return check(dir, opts, true)
+}
+
+// partDir is one partition directory to check.
+type partDir struct {
+	topic string
+	p     int32
+	dir   string
+}
+
+func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
+	var o CheckOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.FS == nil {
+		o.FS = vfs.OS()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	verb := "verify"
+	if repair {
+		verb = "repair"
+	}
+	if _, err := o.FS.Stat(filepath.Join(dir, "topics")); err != nil {
+		return nil, fmt.Errorf("passbook: %s %s: not a data directory: %w", verb, dir, err)
+	}
+	lock, err := o.FS.Lock(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		var le *vfs.LockedError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("passbook: %s %s: the data directory is in use by process %d; stop it first: %w", verb, dir, le.PID, err)
+		}
+		return nil, fmt.Errorf("passbook: %s %s: %w", verb, dir, err)
+	}
+	defer lock.Close()
+	r := &CheckReport{Dir: dir}
+	parts, counts, err := listPartitions(o.FS, dir, r)
+	if err != nil {
+		return nil, fmt.Errorf("passbook: %s %s: %w", verb, dir, err)
+	}
+	var total, done int64
+	for _, pd := range parts {
+		total += logBytes(o.FS, pd.dir)
+	}
+	progress := func(n int64) {
+		done += n
+		if o.Progress != nil {
+			o.Progress(done, total)
+		}
+	}
+	heads := map[string][]int64{} // −1: not known
+	for topic, n := range counts {
+		heads[topic] = slices.Repeat([]int64{-1}, n)
+	}
+	for _, pd := range parts {
+		pc := PartitionCheck{Topic: pd.topic, Partition: pd.p}
+		var extent *storage.VerifyReport
+		if repair {
+			rep, err := storage.Repair(pd.dir, &storage.RepairOptions{FS: o.FS, DryRun: o.DryRun, Now: o.Now, Progress: progress})
+			if rep == nil {
+				return nil, fmt.Errorf("passbook: %s %s: %w", verb, dir, err)
+			}
+			pc.Report, pc.Repair = rep.Before, rep
+			extent = &storage.VerifyReport{Start: rep.Start, Head: rep.Head}
+			if err != nil {
+				r.Problems = append(r.Problems, storage.Problem{Kind: storage.ProblemFile, File: pd.dir, Pos: -1, Detail: err.Error()})
+			}
+		} else {
+			rep, err := storage.Verify(pd.dir, &storage.VerifyOptions{FS: o.FS, Progress: progress})
+			if err != nil {
+				return nil, fmt.Errorf("passbook: %s %s: %w", verb, dir, err)
+			}
+			pc.Report, extent = rep, rep
+		}
+		r.Partitions = append(r.Partitions, pc)
+		heads[pd.topic][pd.p] = extent.Head
+	}
+	checkOffsets(filepath.Join(dir, "offsets.db"), heads, r, repair, o.DryRun)
+	return r, nil
+}
+
+// listPartitions lists the partition directories of every topic in dir,
+// noting and reporting what Open would refuse or clean up, and the number
+// of partitions of each topic.
+func listPartitions(fsys vfs.FS, dir string, r *CheckReport) ([]partDir, map[string]int, error) {
+	names, err := fsys.ReadDir(filepath.Join(dir, "topics"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var parts []partDir
+	counts := map[string]int{}
+	for _, name := range names {
+		tdir := filepath.Join(dir, "topics", name)
+		if ValidTopicName(name) != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s is not a topic (a deletion or creation a crash interrupted: Open removes it)", tdir))
+			continue
+		}
+		b, err := readAll(fsys, filepath.Join(tdir, "topic.json"))
+		if errors.Is(err, fs.ErrNotExist) {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s has no topic.json (a creation a crash interrupted: Open removes it)", tdir))
+			continue
+		}
+		var tf topicFile
+		if err == nil {
+			err = unmarshalTopic(b, &tf)
+		}
+		if err == nil {
+			err = tf.Config.validate()
+		}
+		if err != nil {
+			r.Problems = append(r.Problems, storage.Problem{Kind: ProblemTopic, File: filepath.Join(tdir, "topic.json"), Pos: -1, Detail: err.Error() + "; Open refuses the data directory"})
+			continue
+		}
+		r.Topics++
+		counts[name] = tf.Config.Partitions
+		entries, _ := fsys.ReadDir(tdir)
+		for p := range tf.Config.Partitions {
+			pdir := filepath.Join(tdir, strconv.Itoa(p))
+			if !slices.Contains(entries, strconv.Itoa(p)) {
+				r.Problems = append(r.Problems, storage.Problem{Kind: ProblemTopic, File: pdir, Pos: -1,
+					Detail: fmt.Sprintf("partition %d of topic %s is missing: Open would create it empty and reuse its offsets", p, name)})
+				continue
+			}
+			parts = append(parts, partDir{topic: name, p: int32(p), dir: pdir})
+		}
+		for _, e := range entries {
+			if n, err := strconv.Atoi(e); err == nil && n >= tf.Config.Partitions {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s is not one of the topic's %d partitions", filepath.Join(tdir, e), tf.Config.Partitions))
+			}
+		}
+	}
+	return parts, counts, nil
+}
+
+// logBytes is the size of a partition's segment files, for progress.
+func logBytes(fsys vfs.FS, dir string) int64 {
+	names, _ := fsys.ReadDir(dir)
+	var n int64
+	for _, name := range names {
+		if strings.HasSuffix(name, ".log") {
+			if fi, err := fsys.Stat(filepath.Join(dir, name)); err == nil {
+				n += fi.Size()
+			}
+		}
+	}
+	return n
+}
+
+var pageRE = regexp.MustCompile(`[Pp]age (\d+)`)
+
+// checkOffsets runs SQLite's integrity check on the offset store and
+// checks every committed offset against its partition's head (heads[topic][p],
+// −1 when the partition could not be read). With repair, offsets past the
+// head are set to it (or, dry, listed as to be).
+func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair, dry bool) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		r.Notes = append(r.Notes, path+" does not exist (no consumer has committed an offset)")
+		return
+	}
+	problem := func(pos int64, detail string) {
+		r.Problems = append(r.Problems, storage.Problem{Kind: ProblemOffsetStore, File: path, Pos: pos, Detail: detail})
+	}
+	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READWRITE)
+	if err != nil {
+		problem(-1, err.Error())
+		return
+	}
+	defer c.Close()
+	pageSize := int64(4096)
+	var bad bool
+	err = query(c, `PRAGMA page_size`, func(st *sqlite3.Stmt) { pageSize = st.ColumnInt64(0) })
+	if err == nil {
+		err = query(c, `PRAGMA integrity_check`, func(st *sqlite3.Stmt) {
+			msg := st.ColumnText(0)
+			if msg == "ok" {
+				return
+			}
+			bad = true
+			pos := int64(-1)
+			if m := pageRE.FindStringSubmatch(msg); m != nil {
+				if n, err := strconv.ParseInt(m[1], 10, 64); err == nil && n > 0 {
+					pos = (n - 1) * pageSize
+				}
+			}
+			problem(pos, "integrity check: "+msg)
+		})
+	}
+	if err != nil {
+		problem(0, err.Error())
+		return
+	}
+	if bad {
+		r.Notes = append(r.Notes, path+" cannot be repaired: restore it from a backup, or move it aside (consumers then start where their reset policy says)")
+	}
+	type fixup struct {
+		k             offsets.Key
+		committed, to int64
+	}
+	var fixes []fixup
+	err = query(c, `SELECT consumer, topic, partition, next_offset FROM passbook_offsets ORDER BY topic, partition, consumer`, func(st *sqlite3.Stmt) {
+		r.Offsets++
+		k := offsets.Key{Consumer: st.ColumnText(0), Topic: st.ColumnText(1), Partition: int32(st.ColumnInt64(2))}
+		next := st.ColumnInt64(3)
+		hs, ok := heads[k.Topic]
+		switch {
+		case !ok:
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: committed offset %d of %s for a topic that does not exist", path, next, k))
+		case k.Partition < 0 || int(k.Partition) >= len(hs):
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: committed offset %d of %s for a partition the topic does not have", path, next, k))
+		case next < 0:
+			problem(-1, fmt.Sprintf("committed offset %d of %s is negative", next, k))
+		case hs[k.Partition] >= 0 && next > hs[k.Partition]:
+			problem(-1, fmt.Sprintf("committed offset %d of %s is past the head %d: records were taken out of the log after they were processed", next, k, hs[k.Partition]))
+			fixes = append(fixes, fixup{k: k, committed: next, to: hs[k.Partition]})
+		}
+	})
+	if err != nil {
+		problem(-1, "read committed offsets: "+err.Error())
+		return
+	}
+	if !repair || len(fixes) == 0 {
+		return
+	}
+	c.Close()
+	var store *offsets.SQLite
+	if !dry {
+		if store, err = offsets.Open(path, nil); err != nil {
+			problem(-1, "open to repair: "+err.Error())
+			return
+		}
+		defer store.Close()
+		kept := r.Problems[:0]
+		for _, p := range r.Problems {
+			if p.Kind != ProblemOffsetStore || !strings.Contains(p.Detail, "is past the head") {
+				kept = append(kept, p)
+			}
+		}
+		r.Problems = kept
+	}
+	for _, f := range fixes {
+		a := storage.RepairAction{What: "set offset", File: path,
+			Detail: fmt.Sprintf("committed offset of %s from %d to the head %d: the consumer goes on with the records appended from there", f.k, f.committed, f.to)}
+		if !dry {
+			if err := store.Commit(context.Background(), f.k, f.to); err != nil {
+				problem(-1, fmt.Sprintf("set offset of %s: %v", f.k, err))
+				continue
+			}
+		}
+		r.Actions = append(r.Actions, a)
+	}
+}
+
+// query runs a statement and calls row for each row.
+func query(c *sqlite3.Conn, sql string, row func(*sqlite3.Stmt)) error {
+	st, _, err := c.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for st.Step() {
+		row(st)
+	}
+	return st.Err()
+}
