@@ -124,6 +124,7 @@ type harness struct {
 	workloads   []workload
 	pythonLab   string
 	natsServer  string
+	natsSync    string // nats-server for the sync_interval: always row
 	passbookBin string
 	mdOut       string
 	pngOut      string
@@ -157,6 +158,7 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&h.dir, "dir", os.TempDir(), "directory for the temporary data directories (the disk under test)")
 	fs.StringVar(&h.pythonLab, "python-lab", "", "the course's Python lab script, run with python3 in a fresh directory (not ours to commit)")
 	fs.StringVar(&h.natsServer, "nats-server", "nats-server", "the nats-server binary")
+	fs.StringVar(&h.natsSync, "nats-sync-server", "", "the nats-server binary for the sync_interval: always configuration, which needs 2.10 or later (default: --nats-server)")
 	fs.StringVar(&h.passbookBin, "passbook", "", "the passbook binary for the Kafka-protocol runs (default: built from this repository with go build)")
 	fs.StringVar(&h.mdOut, "md", "", "also write the report into this markdown file, replacing only its own section (e.g. ../docs/benchmarks.md)")
 	fs.StringVar(&h.pngOut, "png", "", "also draw the bar chart into this PNG file (e.g. ../docs/benchmarks.png)")
@@ -187,6 +189,9 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	h.p.size = recordBytes
+	if h.natsSync == "" {
+		h.natsSync = h.natsServer
+	}
 	if h.p.n < 1 || h.p.batch < 1 || h.trials < 1 || h.p.rate < 1 || h.p.maxTime <= 0 || h.p.latencyTime <= 0 {
 		return errors.New("--n, --batch, --trials, --rate, --max-time and --latency-time must be positive")
 	}

@@ -34,7 +34,7 @@ func passbookKafka(ctx context.Context, bin string, buildErr error) *system {
 			case wLatency:
 				return "acks=1 (in the OS); franz-go consumer long-polling Fetch"
 			case wCommit:
-				return "OffsetCommit per record"
+				return "commit = OffsetCommit of each record, one round trip (the server keeps it in its SQLite offset store)"
 			}
 			return "acks=1: in the OS when acknowledged (survives a server kill)"
 		},

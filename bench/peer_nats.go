@@ -82,7 +82,7 @@ func natsSystem(bin string, syncAlways bool) *system {
 		s.start = func(ctx context.Context, dir string) (target, error) { return startNATS(ctx, bin, dir, true) }
 		s.variant = true
 		if verr == nil && !atLeast(version, 2, 10) {
-			verr = fmt.Errorf("nats-server %s (Debian 12's) has no sync_interval setting: it came in 2.10; pass --nats-server with a 2.10 or later binary", version)
+			verr = fmt.Errorf("nats-server %s (Debian 12's) has no sync_interval setting: it came in 2.10; pass --nats-sync-server with a 2.10 or later binary", version)
 		}
 	}
 	if verr != nil {

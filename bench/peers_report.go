@@ -154,8 +154,8 @@ func (r *results) markdown() string {
 	}
 	b.WriteString("\n")
 	r.targets(&b)
-	for i, w := range h.workloads {
-		fmt.Fprintf(&b, "### %d. %s\n\n", i+1, w.title(p))
+	for _, w := range h.workloads {
+		fmt.Fprintf(&b, "### %d. %s\n\n", w+1, w.title(p))
 		if w == wLatency {
 			r.latencyTable(&b, w)
 		} else {
@@ -163,7 +163,23 @@ func (r *results) markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(method(p))
 	return b.String()
+}
+
+// method says how the workloads run, under the tables.
+func method(p params) string {
+	return fmt.Sprintf(`### How the workloads run
+
+- Values are incompressible bytes (%d B; 1 KiB in 7), cycled from a pool of 4,096. Each system runs in a fresh data directory; servers are started afresh for every trial, on 127.0.0.1, and stopped by the PID the harness started (SIGTERM to its process group, then SIGKILL). Clients run in the harness process, as does kfake; passbook's Kafka side is a separate `+"`passbook serve`"+` process, built from this repository.
+- **1. one record at a time**: every append waits for its acknowledgement before the next: one Append call for the embedded logs, one round trip for the servers (franz-go ProduceSync, NATS Publish, Redis XADD, RabbitMQ BatchSend of one message and its confirm).
+- **2, 3 and 7. batches**: windows of %s records: send them, then wait for every acknowledgement (passbook AppendTo of %[2]s records; franz-go Produce ×%[2]s with no linger; NATS PublishAsync ×%[2]s; one Redis pipeline of %[2]s XADDs; one RabbitMQ BatchSend; one tidwall/wal WriteBatch). 3 is the same with each system in its configuration that fsyncs before it acknowledges.
+- **4. replay**: the records are written first (not timed), then read from offset 0 (timed).
+- **5. commit after every record**: a consumer reads the replay stream and commits its position after handling each record, before the next; each row says what its commit is. passbook's is consumer.New with CommitAfter and Drain: one SQLite transaction per record.
+- **6. latency**: a fixed offered rate below every system's saturation, the same for all; a consumer tails the stream from before the first record.
+- A measurement stops after N records or --max-time; rates are records done over time taken, so a capped run still gives a fair rate.
+- The course's Python lab runs only with `+"`--python-lab FILE`"+` (it is not ours to commit): its rate is the records it reports processed over the wall time of the whole script.
+`, p.size, commas(int64(p.batch)))
 }
 
 // systemErrors sums up a system's failed trials, or "".

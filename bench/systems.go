@@ -29,7 +29,7 @@ func (h *harness) systems(ctx context.Context, tmp string) ([]*system, error) {
 	}
 	add("wal", walSystem())
 	add("kfake", kfakeSystem(false), kfakeSystem(true))
-	add("nats", natsSystem(h.natsServer, false), natsSystem(h.natsServer, true))
+	add("nats", natsSystem(h.natsServer, false), natsSystem(h.natsSync, true))
 	add("redis", redisSystem(false), redisSystem(true))
 	add("rabbitmq", rabbitSystem())
 	out = append(out, pythonLab(h.pythonLab))
