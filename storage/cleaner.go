@@ -18,11 +18,35 @@ import (
 type pass struct {
 	m                       *keyMap
 	dirtyFrom, end, horizon int64
+	nowMs                   int64 // the log's clock when the compaction began
 	t                       *throttle
 
 	removed           int64 // records removed, tombstones included
 	tombstonesRemoved int64 // tombstones removed past DeleteRetention
-	firstSeen         int64 // tombstones kept from the dirty range
+	firstSeen         int64 // tombstones kept from the dirty range, not yet in a mark
+}
+
+// advance moves the cleaned point in cs to (at most the pass's end) to,
+// once every segment below it was rewritten by the pass: below it no key
+// appears twice. The tombstones the pass kept from the dirty range so far
+// are marked as first seen now.
+func (p *pass) advance(cs *cleanerState, to int64) {
+	to = min(to, p.end)
+	if to <= cs.cleaned {
+		return
+	}
+	cs.cleaned = to
+	if p.firstSeen == 0 {
+		return
+	}
+	cs.marks = append(cs.marks, tombMark{end: to, ms: p.nowMs, tombstones: p.firstSeen})
+	p.firstSeen = 0
+	if len(cs.marks) > maxMarks {
+		// Merge the two oldest: their tombstones wait for the later
+		// time, which only keeps them longer.
+		cs.marks[1].tombstones += cs.marks[0].tombstones
+		cs.marks = cs.marks[1:]
+	}
 }
 
 // keep decides one record's fate.
@@ -138,11 +162,11 @@ func (l *Log) cleanGroup(ctx context.Context, p *pass, cs *cleanerState, group [
 			if err == nil {
 				_, err = batch.Check(b)
 			}
-			if err == nil && h.BaseOffset != chain {
-				err = fmt.Errorf("batch has base offset %d, the one before it ends at %d", h.BaseOffset, chain)
-			}
 			if err != nil {
-				return s.corrupt(pos, err)
+				return readErr(s, pos, err)
+			}
+			if h.BaseOffset != chain {
+				return s.corrupt(pos, fmt.Errorf("batch has base offset %d, the one before it ends at %d", h.BaseOffset, chain))
 			}
 			chain = h.NextOffset()
 			if err := p.t.account(ctx, l.stop, len(b), 0); err != nil {
@@ -232,7 +256,7 @@ func (g *groupCleaner) copyPrefix(s *segment, pos int64) error {
 			_, err = batch.Check(b)
 		}
 		if err != nil {
-			return s.corrupt(at, err)
+			return readErr(s, at, err)
 		}
 		if err := g.p.t.account(g.ctx, g.l.stop, len(b), 0); err != nil {
 			return err
@@ -393,12 +417,17 @@ func (l *Log) swap(g *groupCleaner, group []*segment, cs *cleanerState) error {
 		return fmt.Errorf("list %s: %w", l.dir, err)
 	}
 	c := *cs
+	c.marks = slices.Clone(c.marks)
 	c.swapBase, c.swapEnd, c.rewritten = g.base, g.end, max(c.rewritten, g.end)
+	firstSeen := g.p.firstSeen
+	g.p.advance(&c, g.end) // records below it are gone only if superseded
 	g.committed = true
 	if err := l.writeCleanerLocked(c); err != nil {
+		g.p.firstSeen = firstSeen
 		return l.fail(fmt.Errorf("compaction: commit the swap of segment %d: %w", g.base, err))
 	}
 	*cs = c
+	l.clean.cleaned.Store(c.cleaned)
 	if err := completeSwap(l.fs, l.dir, names, g.base, g.end); err != nil {
 		return l.fail(fmt.Errorf("compaction: swap segment %d: %w", g.base, err))
 	}

@@ -210,6 +210,9 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 	t := throttle{rate: l.o.CleanerIORate, began: time.Now()}
 	cleaned := max(cs.cleaned, segs[0].base)
 	for {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
 		m := newKeyMap(l.o.CleanerBufferBytes, cleaned)
 		passEnd, err := l.buildKeyMap(ctx, m, cleaned, end, &t)
 		st.Passes++
@@ -218,7 +221,7 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 		if err != nil {
 			return st, l.compactErr(err)
 		}
-		p := pass{m: m, dirtyFrom: cleaned, end: passEnd, horizon: cs.horizon, t: &t}
+		p := pass{m: m, dirtyFrom: cleaned, end: passEnd, horizon: cs.horizon, nowMs: nowMs, t: &t}
 		err = l.rewrite(ctx, &p, &cs)
 		st.RecordsRemoved += p.removed
 		st.TombstonesRemoved += p.tombstonesRemoved
@@ -229,16 +232,8 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 		if err != nil {
 			return st, l.compactErr(err)
 		}
-		if p.firstSeen > 0 {
-			cs.marks = append(cs.marks, tombMark{end: passEnd, ms: nowMs, tombstones: p.firstSeen})
-			if len(cs.marks) > maxMarks {
-				// Merge the two oldest: their tombstones wait for the
-				// later time, which only keeps them longer.
-				cs.marks[1].tombstones += cs.marks[0].tombstones
-				cs.marks = cs.marks[1:]
-			}
-		}
-		cs.cleaned, cs.swapBase, cs.swapEnd = passEnd, 0, 0
+		p.advance(&cs, passEnd)
+		cs.swapBase, cs.swapEnd = 0, 0
 		if err := l.writeCleanerLocked(cs); err != nil {
 			return st, l.compactErr(err)
 		}
@@ -257,6 +252,15 @@ func (l *Log) compactErr(err error) error {
 		return err
 	}
 	return fmt.Errorf("storage: compaction of %s: %w", l.dir, err)
+}
+
+// readErr is the error for a batch of s at pos that could not be read:
+// corruption if the bytes are wrong, else the I/O error.
+func readErr(s *segment, pos int64, err error) error {
+	if isDamage(err) {
+		return s.corrupt(pos, err)
+	}
+	return fmt.Errorf("read %s at byte %d: %w", s.path, pos, err)
 }
 
 func sizeOf(segs []*segment) int64 {
@@ -314,7 +318,7 @@ func (l *Log) mapSegment(ctx context.Context, m *keyMap, dec *batch.Decoder, s *
 			_, err = batch.Check(b)
 		}
 		if err != nil {
-			return 0, false, s.corrupt(pos, err)
+			return 0, false, readErr(s, pos, err)
 		}
 		if err := t.account(ctx, l.stop, len(b), 0); err != nil {
 			return 0, false, err
