@@ -76,12 +76,10 @@ func (r *CheckReport) AllProblems() []storage.Problem {
 	ps := slices.Clone(r.Problems)
 	for _, p := range r.Partitions {
 		rep := p.Report
-		if p.Repair != nil {
+		if p.Repair != nil && p.Repair.After != nil {
 			rep = p.Repair.After
 		}
-		if rep != nil {
-			ps = append(ps, rep.Problems...)
-		}
+		ps = append(ps, rep.Problems...)
 	}
 	return ps
 }

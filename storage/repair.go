@@ -293,7 +293,7 @@ func (rp *repairPlan) cut(ps *partitionScan, rep *RepairReport) ([]*segScan, err
 	}
 	for i := 0; i <= k; i++ {
 		seg := ps.segs[i]
-		mark, why := asideIntact, "intact, but before the damage: moved aside so that offsets stay dense (Open needs no gap)"
+		mark, why := asideIntact, "intact, but before the damage: moved aside so that offsets stay dense"
 		if i == k && len(seg.damage) > 0 {
 			mark, why = asideCorrupt, fmt.Sprintf("damaged at byte %d: %v", seg.damage[0].pos, seg.damage[0].err)
 		}

@@ -39,7 +39,7 @@ Start with:  passbook lab`,
 	root.AddCommand(
 		newTopicCmd(e), newProduceCmd(e), newConsumeCmd(e), newLagCmd(e),
 		newReplayCmd(e), newOffsetsCmd(e), newLabCmd(e),
-		newServeCmd(e),
+		newServeCmd(e), newVerifyCmd(e), newRepairCmd(e), newDumpCmd(e),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
