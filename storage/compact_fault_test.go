@@ -134,6 +134,7 @@ func TestCompact_FaultAtEveryOperation(t *testing.T) {
 			c = multi
 		}
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
 			injected := 0
 			for i := 0; ; i++ {
 				if i > maxFaultOps {

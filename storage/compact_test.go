@@ -111,7 +111,14 @@ func (k *kvLog) read(from int64) []int64 {
 	return readChecked(k.t, k.l, from, k.recs)
 }
 
-func readChecked(t testing.TB, l *Log, from int64, recs []batch.Record) []int64 {
+// tb is what readChecked and checkChunks need of a *testing.T or a
+// *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func readChecked(t tb, l *Log, from int64, recs []batch.Record) []int64 {
 	t.Helper()
 	var offs []int64
 	prev := from - 1
@@ -339,7 +346,7 @@ func TestReader_InAGap(t *testing.T) {
 // checkChunks follows ReadBatches from offset from, chunk after chunk, as
 // a Kafka consumer does, and checks that the records at or after from are
 // exactly want.
-func checkChunks(t testing.TB, l *Log, from int64, maxBytes int, want []int64, recs []batch.Record) {
+func checkChunks(t tb, l *Log, from int64, maxBytes int, want []int64, recs []batch.Record) {
 	t.Helper()
 	var got []int64
 	for next := from; next < l.Head(); {
@@ -349,7 +356,7 @@ func checkChunks(t testing.TB, l *Log, from int64, maxBytes int, want []int64, r
 		}
 		var buf bytes.Buffer
 		if _, err := c.WriteTo(&buf); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		c.Release()
 		if c.Size == 0 || c.Next <= next {
@@ -358,11 +365,11 @@ func checkChunks(t testing.TB, l *Log, from int64, maxBytes int, want []int64, r
 		for b := buf.Bytes(); len(b) > 0; {
 			h, err := batch.Check(b)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v", err)
 			}
 			for rec, err := range batch.Records(b[:h.Size()]) {
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("%v", err)
 				}
 				if rec.Offset < next {
 					continue

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,13 +20,16 @@ import (
 // FuzzRecover writes arbitrary bytes into a partition on a MemFS — as its
 // active segment (with no checkpoint, one that claims half of it was
 // fsync'd, or a clean one), as a closed segment followed by an empty
-// active one, or as an index or time index of a valid segment — and
-// opens it. Open must fail with an error matching ErrCorrupt, or open a
-// log that reads back, from its start and from offsets inside, only
-// records of CRC-valid batches chained densely from the segment base,
-// each at its offset and with its bytes, until either the head or an
-// error matching ErrCorrupt. The log must then take an append and reopen
-// cleanly to the same head.
+// active one (one the cleaner rewrote, or not), or as an index or time
+// index of a valid segment — and opens it. Open must fail with an error
+// matching ErrCorrupt, or open a log that reads back, from its start and
+// from offsets inside, only records of CRC-valid batches chained densely
+// from the segment base, each at its offset and with its bytes, until
+// either the head or an error matching ErrCorrupt. Records run densely
+// inside each batch too, but in a segment the cleaner rewrote, where they
+// only increase inside the batch's span (the gap rule of the package
+// doc). The log must then take an append and reopen cleanly to the same
+// head.
 //
 // With fixCRC the CRC of every batch the length fields delimit is
 // recomputed first, so that the fuzzer explores batches whose checksums
@@ -52,6 +56,7 @@ const (
 	fuzzIndexActive            // the .index of a valid, cleanly closed active segment
 	fuzzIndexClosed            // the .index of a valid closed segment
 	fuzzTimeIndexClosed        // the .timeindex of a valid closed segment
+	fuzzClosedCleaned          // a closed segment the cleaner rewrote, followed by an empty active one
 	fuzzVariants
 )
 
@@ -113,6 +118,12 @@ var validSegmentOnce = sync.OnceValue(func() [3][]byte {
 // fuzzBase, holds seg (with index files when given), optionally followed
 // by an empty active segment, with the CHECKPOINT cp if not nil.
 func writePartition(mem *vfs.MemFS, seg, index, timeIndex []byte, cp *checkpoint, closed bool) {
+	writePartitionCleaned(mem, seg, index, timeIndex, cp, closed, false)
+}
+
+// writePartitionCleaned is writePartition; with cleaned, the partition is
+// of format 2 and its CLEANER says the cleaner rewrote the first segment.
+func writePartitionCleaned(mem *vfs.MemFS, seg, index, timeIndex []byte, cp *checkpoint, closed, cleaned bool) {
 	must := func(err error) {
 		if err != nil {
 			panic(err)
@@ -128,6 +139,9 @@ func writePartition(mem *vfs.MemFS, seg, index, timeIndex []byte, cp *checkpoint
 	}
 	must(mem.MkdirAll("/p", 0o755))
 	put(formatFile, []byte(formatLine))
+	if cleaned {
+		put(formatFile, []byte(formatLine2))
+	}
 	put(segmentName(fuzzBase, ".log"), seg)
 	if index != nil {
 		put(segmentName(fuzzBase, ".index"), index)
@@ -136,9 +150,12 @@ func writePartition(mem *vfs.MemFS, seg, index, timeIndex []byte, cp *checkpoint
 		put(segmentName(fuzzBase, ".timeindex"), timeIndex)
 	}
 	if closed {
-		_, next, _ := validPrefix(seg)
+		_, next, _ := validPrefix(seg, cleaned)
 		for _, ext := range []string{".log", ".index", ".timeindex"} {
 			put(segmentName(next, ext), nil)
+		}
+		if cleaned {
+			put(cleanerFile, cleanerState{cleaned: next, rewritten: next}.encode())
 		}
 	}
 	if cp != nil {
@@ -163,29 +180,36 @@ func fixCRCs(b []byte) {
 // validPrefix decodes seg independently of the log. It follows the chain
 // of batches from the start of seg while each has a valid CRC, the base
 // offset that continues the chain from fuzzBase, and as many records as
-// its offset range; it stops at the first batch that does not. want holds
-// the records of those batches that decode at their offsets base, base+1,
-// … (up to the first that does not). timesTrue reports whether every
-// batch decoded whole and its header says its newest timestamp truly: the
-// log indexes time by headers, so only then can OffsetForTime be exact.
-func validPrefix(seg []byte) (want map[int64]batch.Record, next int64, timesTrue bool) {
+// its offset range — or, in a segment the cleaner rewrote, at most as
+// many; it stops at the first batch that does not. want holds the
+// records of those batches that decode at their offsets base, base+1, …
+// — or, cleaned, at offsets increasing inside the batch's span — up to
+// the first that does not. timesTrue reports whether every batch decoded
+// whole and its header says its newest timestamp truly: the log indexes
+// time by headers, so only then can OffsetForTime be exact.
+func validPrefix(seg []byte, cleaned bool) (want map[int64]batch.Record, next int64, timesTrue bool) {
 	want = make(map[int64]batch.Record)
 	next, timesTrue = fuzzBase, true
 	for pos := 0; pos < len(seg); {
 		h, err := batch.Check(seg[pos:])
-		if err != nil || h.BaseOffset != next || h.RecordCount < 1 || h.RecordCount != h.LastOffsetDelta+1 {
+		if err != nil || h.BaseOffset != next {
 			break
 		}
-		off, maxMs := next, int64(-1)
+		if !cleaned && (h.RecordCount < 1 || h.RecordCount != h.LastOffsetDelta+1) ||
+			cleaned && h.RecordCount > h.LastOffsetDelta+1 {
+			break
+		}
+		off, maxMs, n := next, int64(-1), int32(0)
 		for rec, err := range batch.Records(seg[pos : pos+h.Size()]) {
-			if err != nil || rec.Offset != off {
+			if err != nil || rec.Offset < off || rec.Offset > h.LastOffset() || !cleaned && rec.Offset != off {
 				break
 			}
-			want[off] = rec.Clone()
-			off++
+			want[rec.Offset] = rec.Clone()
+			off = rec.Offset + 1
+			n++
 			maxMs = max(maxMs, rec.Timestamp.UnixMilli())
 		}
-		timesTrue = timesTrue && off == h.NextOffset() && maxMs == h.MaxTimestamp
+		timesTrue = timesTrue && n == h.RecordCount && maxMs == h.MaxTimestamp && (off == h.NextOffset() || cleaned && n > 0)
 		next, pos = h.NextOffset(), pos+h.Size()
 	}
 	return want, next, timesTrue
@@ -198,7 +222,7 @@ func checkRecover(t *testing.T, variant uint8, fixCRC bool, data []byte) {
 	}
 	mem := vfs.NewMem()
 	seg := layoutFuzzPartition(mem, variant%fuzzVariants, data)
-	want, _, timesTrue := validPrefix(seg)
+	want, _, timesTrue := validPrefix(seg, variant%fuzzVariants == fuzzClosedCleaned)
 
 	l, err := Open("/p", fuzzOptions(mem))
 	if err != nil {
@@ -258,31 +282,35 @@ func checkRecover(t *testing.T, variant uint8, fixCRC bool, data []byte) {
 }
 
 // checkFuzzRead reads from 'from' and checks that every record is the
-// next offset and the one validPrefix found there, until the head or an
-// ErrCorrupt. It reports whether it reached the head.
+// next offset validPrefix found a record at, and that record, until the
+// head or an ErrCorrupt. It reports whether it reached the head.
 func checkFuzzRead(t *testing.T, l *Log, from int64, want map[int64]batch.Record) bool {
-	next := from
+	var offs []int64
+	for o := range want {
+		if o >= from {
+			offs = append(offs, o)
+		}
+	}
+	slices.Sort(offs)
+	i := 0
 	for rec, err := range l.Records(from) {
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("read from %d, at %d: %v, which is not ErrCorrupt", from, next, err)
+				t.Fatalf("read from %d, after %d records: %v, which is not ErrCorrupt", from, i, err)
 			}
 			return false
 		}
-		if rec.Offset != next {
-			t.Fatalf("read from %d: offset %d after %d", from, rec.Offset, next-1)
+		if i >= len(offs) || rec.Offset != offs[i] {
+			t.Fatalf("read from %d: record %d at offset %d, want the next of %v", from, i, rec.Offset, offs[i:])
 		}
-		w, ok := want[next]
-		if !ok {
-			t.Fatalf("read from %d: offset %d is not in a valid batch", from, next)
-		}
+		w := want[rec.Offset]
 		if err := sameRecord(rec, modelRecord{key: w.Key, value: w.Value, headers: w.Headers, ms: w.Timestamp.UnixMilli()}); err != nil {
-			t.Fatalf("read from %d: offset %d: %v", from, next, err)
+			t.Fatalf("read from %d: offset %d: %v", from, rec.Offset, err)
 		}
-		next++
+		i++
 	}
-	if next != l.Head() {
-		t.Fatalf("read from %d stopped at %d without an error, head %d", from, next, l.Head())
+	if i != len(offs) {
+		t.Fatalf("read from %d stopped after %d records without an error; %v were valid", from, i, offs)
 	}
 	return true
 }
@@ -322,7 +350,10 @@ func checkFuzzOffsetForTime(t *testing.T, l *Log, want map[int64]batch.Record, e
 // it writes them to testdata/fuzz/FuzzRecover.
 func TestFuzzRecover_Seeds(t *testing.T) {
 	seg, index, timeIndex := validSegment()
-	_, segNext, _ := validPrefix(seg)
+	_, segNext, _ := validPrefix(seg, false)
+	cleaned := cleanedSegment()
+	flippedCleaned := bytes.Clone(cleaned)
+	flippedCleaned[len(cleaned)-10] ^= 0x10 // inside the last batch
 	// Batch boundaries, to cut and flip at.
 	var ends []int
 	for pos := 0; pos < len(seg); {
@@ -357,6 +388,10 @@ func TestFuzzRecover_Seeds(t *testing.T) {
 		{"valid-timeindex-closed", fuzzTimeIndexClosed, timeIndex, segNext},
 		{"torn-index", fuzzIndexActive, index[:len(index)-3], segNext},
 		{"empty-timeindex", fuzzTimeIndexClosed, nil, segNext},
+		{"valid-cleaned", fuzzClosedCleaned, cleaned, segNext},
+		{"cleaned-not-marked", fuzzClosed, cleaned, -1}, // gaps where the cleaner never wrote
+		{"flipped-cleaned", fuzzClosedCleaned, flippedCleaned, -1},
+		{"dense-marked-cleaned", fuzzClosedCleaned, seg, segNext},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkRecover(t, tc.variant, false, tc.data)
@@ -388,6 +423,43 @@ func TestFuzzRecover_Seeds(t *testing.T) {
 	}
 }
 
+// cleanedSegment is validSegment as the cleaner could leave it: two
+// batches emptied, batches of several records with every other one gone,
+// the others whole.
+func cleanedSegment() []byte {
+	seg, _, _ := validSegment()
+	var out []byte
+	var d batch.Decoder
+	for i, pos := 0, 0; pos < len(seg); i++ {
+		h, _ := batch.ParseHeader(seg[pos:])
+		b := seg[pos : pos+h.Size()]
+		pos += h.Size()
+		switch {
+		case i == 2 || i == 3: // not merged into one, as a reader must not mind
+			out = batch.AppendEmpty(out, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
+		case h.RecordCount > 1:
+			var kept []byte
+			n := 0
+			for rec, err := range d.RawRecords(b) {
+				if err != nil {
+					panic(err)
+				}
+				if (rec.Offset-h.BaseOffset)%2 == int64(i%2) {
+					kept = append(kept, rec.Raw...)
+					n++
+				}
+			}
+			var err error
+			if out, err = batch.AppendFiltered(out, b, kept, n); err != nil {
+				panic(err)
+			}
+		default:
+			out = append(out, b...)
+		}
+	}
+	return out
+}
+
 // layoutFuzzPartition lays out the partition of a FuzzRecover variant
 // with data in its place, and returns the bytes of the first segment.
 func layoutFuzzPartition(mem *vfs.MemFS, variant uint8, data []byte) []byte {
@@ -404,6 +476,9 @@ func layoutFuzzPartition(mem *vfs.MemFS, variant uint8, data []byte) []byte {
 		return data
 	case fuzzClosed:
 		writePartition(mem, data, nil, nil, nil, true)
+		return data
+	case fuzzClosedCleaned:
+		writePartitionCleaned(mem, data, nil, nil, nil, true, true)
 		return data
 	case fuzzIndexActive:
 		writePartition(mem, seg, data, timeIndex, &checkpoint{base: fuzzBase, pos: int64(len(seg)), clean: true}, false)
