@@ -24,7 +24,7 @@ type compactTemplate struct {
 	mem  *vfs.MemFS
 	opts func(fsys vfs.FS) *Options
 	recs []batch.Record
-	want []int64       // the offsets a fault-free compaction keeps
+	want []int64      // the offsets a fault-free compaction keeps
 	st   CompactStats // what it did
 }
 
