@@ -3,6 +3,7 @@ package storage
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 )
 
 // keyMap is the cleaner's key → newest offset map for one pass: an open
@@ -13,14 +14,13 @@ import (
 // is about n²/2⁹⁷ per pass of n keys — 10⁻¹⁷ for a million keys. (Kafka's
 // cleaner takes the same bet with 128-bit MD5 hashes.)
 //
-// The table starts small and doubles up to its budget, keeping at most
-// three quarters of the slots full; put reports false once a key does not
-// fit, and the pass ends there.
+// The table starts small and grows by half up to its budget, keeping at
+// most three quarters of the slots full (so 21 to 32 bytes a key); put
+// reports false once a key does not fit, and the pass ends there.
 type keyMap struct {
 	slots        []keySlot
-	mask         uint64
 	n            int   // keys
-	maxSlots     int   // the budget, a power of two
+	maxSlots     int   // the budget
 	base         int64 // offsets are stored as offset − base + 1; 0 is an empty slot
 	seed1, seed2 maphash.Seed
 }
@@ -40,10 +40,7 @@ const initialKeySlots = 1 << 12
 // newKeyMap returns an empty map for offsets from base on, that may grow
 // to budget bytes.
 func newKeyMap(budget int, base int64) *keyMap {
-	maxSlots := 1
-	for maxSlots*2 <= budget/keySlotBytes {
-		maxSlots *= 2
-	}
+	maxSlots := budget / keySlotBytes
 	m := &keyMap{maxSlots: maxSlots, base: base, seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
 	m.resize(min(initialKeySlots, maxSlots))
 	return m
@@ -52,16 +49,29 @@ func newKeyMap(budget int, base int64) *keyMap {
 func (m *keyMap) resize(n int) {
 	old := m.slots
 	m.slots = make([]keySlot, n)
-	m.mask = uint64(n - 1)
 	for _, s := range old {
 		if s.off != 0 {
-			i := s.h1 & m.mask
+			i := m.home(s.h1)
 			for m.slots[i].off != 0 {
-				i = (i + 1) & m.mask
+				i = m.after(i)
 			}
 			m.slots[i] = s
 		}
 	}
+}
+
+// home is the first slot to probe for hash h: h scaled to the table size.
+func (m *keyMap) home(h uint64) int {
+	hi, _ := bits.Mul64(h, uint64(len(m.slots)))
+	return int(hi)
+}
+
+// after is the slot probed after slot i.
+func (m *keyMap) after(i int) int {
+	if i++; i == len(m.slots) {
+		return 0
+	}
+	return i
 }
 
 // fits reports whether off can be stored: offsets are kept in 32 bits.
@@ -74,7 +84,7 @@ func (m *keyMap) put(key []byte, off int64) bool {
 	h1, h2 := maphash.Bytes(m.seed1, key), uint32(maphash.Bytes(m.seed2, key))
 	rel := uint32(off - m.base + 1)
 	for {
-		i := h1 & m.mask
+		i := m.home(h1)
 		for {
 			s := &m.slots[i]
 			if s.off == 0 {
@@ -84,7 +94,7 @@ func (m *keyMap) put(key []byte, off int64) bool {
 				s.off = rel
 				return true
 			}
-			i = (i + 1) & m.mask
+			i = m.after(i)
 		}
 		if (m.n+1)*4 <= len(m.slots)*3 {
 			m.slots[i] = keySlot{h1: h1, h2: h2, off: rel}
@@ -94,14 +104,14 @@ func (m *keyMap) put(key []byte, off int64) bool {
 		if len(m.slots) >= m.maxSlots {
 			return false
 		}
-		m.resize(len(m.slots) * 2) // then probe again
+		m.resize(min(len(m.slots)+len(m.slots)/2, m.maxSlots)) // then probe again
 	}
 }
 
 // get returns key's newest offset, if the map has it.
 func (m *keyMap) get(key []byte) (int64, bool) {
 	h1, h2 := maphash.Bytes(m.seed1, key), uint32(maphash.Bytes(m.seed2, key))
-	for i := h1 & m.mask; ; i = (i + 1) & m.mask {
+	for i := m.home(h1); ; i = m.after(i) {
 		s := &m.slots[i]
 		if s.off == 0 {
 			return 0, false
