@@ -71,8 +71,27 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: dir, o: o, fs: o.FS, topics: map[string]*Topic{}}
-	if err := db.fs.MkdirAll(filepath.Join(dir, "topics"), 0o755); err != nil {
+	// MkdirAll may create the data directory, and parents: their new
+	// entries must survive a power loss like everything under them (the
+	// partitions sync only their own).
+	topics := filepath.Join(dir, "topics")
+	top := topics // the highest directory MkdirAll creates
+	for p := filepath.Dir(top); p != top; p = filepath.Dir(top) {
+		if _, err := db.fs.Stat(p); err == nil {
+			break
+		}
+		top = p
+	}
+	if err := db.fs.MkdirAll(topics, 0o755); err != nil {
 		return nil, fmt.Errorf("passbook: create %s: %w", dir, err)
+	}
+	for d := topics; ; d = filepath.Dir(d) {
+		if err := db.fs.SyncDir(filepath.Dir(d)); err != nil {
+			return nil, fmt.Errorf("passbook: create %s: %w", dir, err)
+		}
+		if d == top {
+			break
+		}
 	}
 	lock, err := db.fs.Lock(filepath.Join(dir, "LOCK"))
 	if err != nil {
