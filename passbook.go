@@ -176,11 +176,9 @@ func (db *DB) openTopic(name string, cfg *TopicConfig) (*Topic, error) {
 		d = db.o.Durability
 	}
 	for p := range c.Partitions {
-		l, err := storage.Open(filepath.Join(dir, fmt.Sprint(p)), &storage.Options{
-			FS: db.fs, SegmentBytes: c.SegmentBytes, SegmentAge: c.SegmentAge, MaxRecordBytes: c.MaxRecordBytes,
-			Durability: d, RetentionBytes: c.RetentionBytes, RetentionAge: c.RetentionAge,
-			Now: db.o.Now, Logger: db.o.Logger.With("topic", name, "partition", p),
-		})
+		o := c.storageOptions()
+		o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
+		l, err := storage.Open(filepath.Join(dir, fmt.Sprint(p)), &o)
 		if err != nil {
 			t.close()
 			return nil, fmt.Errorf("passbook: open topic %s partition %d: %w", name, p, err)
@@ -263,6 +261,9 @@ func mergeConfig(c, d TopicConfig) TopicConfig {
 	}
 	if c.CleanupPolicy == "" {
 		c.CleanupPolicy = d.CleanupPolicy
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = d.DeleteRetention
 	}
 	return c
 }

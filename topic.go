@@ -1,6 +1,7 @@
 package passbook
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -35,19 +36,44 @@ type TopicConfig struct {
 	SegmentAge     time.Duration      // default 7 days
 	MaxRecordBytes int                // default 1 MiB
 	Durability     storage.Durability // default: the DB's
-	CleanupPolicy  string             // delete (default), compact or compact,delete
+	// CleanupPolicy is delete (the default: retention deletes old
+	// segments), compact (every record needs a key; a cleaner keeps the
+	// newest record of each key, and retention is off, as in Kafka) or
+	// compact,delete (both). See docs/compaction.md.
+	CleanupPolicy string
+	// DeleteRetention is how long a tombstone stays on a compacted topic
+	// after the cleaner first saw it; default 24 hours.
+	DeleteRetention time.Duration
+}
+
+// Compacted reports whether the cleanup policy compacts the topic.
+func (c TopicConfig) Compacted() bool {
+	return c.CleanupPolicy == CleanupCompact || c.CleanupPolicy == CleanupCompactDelete
+}
+
+// storageOptions are the storage options of the topic's partitions.
+func (c TopicConfig) storageOptions() storage.Options {
+	o := storage.Options{
+		SegmentBytes: c.SegmentBytes, SegmentAge: c.SegmentAge, MaxRecordBytes: c.MaxRecordBytes,
+		Durability: c.Durability, Compact: c.Compacted(), DeleteRetention: c.DeleteRetention,
+	}
+	if c.CleanupPolicy != CleanupCompact {
+		o.RetentionBytes, o.RetentionAge = c.RetentionBytes, c.RetentionAge
+	}
+	return o
 }
 
 // topicConfigJSON is TopicConfig's JSON form, with Kafka's units and names.
 type topicConfigJSON struct {
-	Partitions     int    `json:"partitions"`
-	RetentionMs    int64  `json:"retention.ms"`
-	RetentionBytes int64  `json:"retention.bytes"`
-	SegmentBytes   int64  `json:"segment.bytes"`
-	SegmentMs      int64  `json:"segment.ms"`
-	MaxRecordBytes int    `json:"max.message.bytes"`
-	Durability     string `json:"durability"`
-	CleanupPolicy  string `json:"cleanup.policy"`
+	Partitions        int    `json:"partitions"`
+	RetentionMs       int64  `json:"retention.ms"`
+	RetentionBytes    int64  `json:"retention.bytes"`
+	SegmentBytes      int64  `json:"segment.bytes"`
+	SegmentMs         int64  `json:"segment.ms"`
+	MaxRecordBytes    int    `json:"max.message.bytes"`
+	Durability        string `json:"durability"`
+	CleanupPolicy     string `json:"cleanup.policy"`
+	DeleteRetentionMs int64  `json:"delete.retention.ms,omitempty"`
 }
 
 // MarshalJSON writes durations in milliseconds under Kafka's names.
@@ -56,6 +82,7 @@ func (c TopicConfig) MarshalJSON() ([]byte, error) {
 		Partitions: c.Partitions, RetentionMs: c.RetentionAge.Milliseconds(), RetentionBytes: c.RetentionBytes,
 		SegmentBytes: c.SegmentBytes, SegmentMs: c.SegmentAge.Milliseconds(), MaxRecordBytes: c.MaxRecordBytes,
 		Durability: c.Durability.String(), CleanupPolicy: c.CleanupPolicy,
+		DeleteRetentionMs: c.DeleteRetention.Milliseconds(),
 	})
 }
 
@@ -76,6 +103,7 @@ func (c *TopicConfig) UnmarshalJSON(b []byte) error {
 		Partitions: j.Partitions, RetentionAge: time.Duration(j.RetentionMs) * time.Millisecond, RetentionBytes: j.RetentionBytes,
 		SegmentBytes: j.SegmentBytes, SegmentAge: time.Duration(j.SegmentMs) * time.Millisecond, MaxRecordBytes: j.MaxRecordBytes,
 		Durability: d, CleanupPolicy: j.CleanupPolicy,
+		DeleteRetention: time.Duration(j.DeleteRetentionMs) * time.Millisecond,
 	}
 	return nil
 }
@@ -92,7 +120,7 @@ func (c *TopicConfig) validate() error {
 	if c.Partitions < 0 || c.Partitions > 10_000 {
 		problems = append(problems, fmt.Sprintf("partitions %d not in [1, 10000]", c.Partitions))
 	}
-	if c.RetentionAge < 0 || c.RetentionBytes < 0 || c.SegmentBytes < 0 || c.SegmentAge < 0 || c.MaxRecordBytes < 0 {
+	if c.RetentionAge < 0 || c.RetentionBytes < 0 || c.SegmentBytes < 0 || c.SegmentAge < 0 || c.MaxRecordBytes < 0 || c.DeleteRetention < 0 {
 		problems = append(problems, "retention, segment and record limits must not be negative")
 	}
 	switch c.CleanupPolicy {
@@ -214,6 +242,25 @@ func (t *Topic) Records(p int32, from int64) iter.Seq2[Record, error] {
 		return func(yield func(Record, error) bool) { yield(Record{}, err) }
 	}
 	return l.Records(from)
+}
+
+// Compact compacts every partition of a topic whose cleanup policy is
+// compact or compact,delete (see storage.Log.Compact), one after the
+// other, and returns what each one did, by partition. It fails with
+// storage.ErrNotCompacted on any other topic.
+func (t *Topic) Compact(ctx context.Context) ([]storage.CompactStats, error) {
+	if !t.cfg.Compacted() {
+		return nil, fmt.Errorf("topic %s: cleanup.policy is %s: %w", t.name, t.cfg.CleanupPolicy, storage.ErrNotCompacted)
+	}
+	stats := make([]storage.CompactStats, 0, len(t.parts))
+	for p, l := range t.parts {
+		st, err := l.Compact(ctx)
+		if err != nil {
+			return stats, fmt.Errorf("topic %s partition %d: %w", t.name, p, err)
+		}
+		stats = append(stats, st)
+	}
+	return stats, nil
 }
 
 // PartitionInfo describes one partition.
