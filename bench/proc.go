@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +27,7 @@ type proc struct {
 }
 
 // startProc starts argv with env added to the harness's environment,
-// its output to logFile.
+// in the directory of logFile, its output to logFile.
 func startProc(name, logFile string, env []string, argv ...string) (*proc, error) {
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return nil, fmt.Errorf("%s is not installed: %w", argv[0], err)
@@ -37,6 +38,9 @@ func startProc(name, logFile string, env []string, argv ...string) (*proc, error
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
+	// Its working directory is its own (crash dumps land there), not the
+	// harness's, which may be gone by the time it starts.
+	cmd.Dir = filepath.Dir(logFile)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Setpgid: its own process group, so that a signal to -pid reaches
 	// its children too. Pdeathsig: if the harness dies without stopping
