@@ -68,6 +68,16 @@ func TestCLI_Golden(t *testing.T) {
 		{"", "consume orders"},
 		{"", "topic delete users"},
 		{"", "topic list"},
+		{"", "topic create prices --cleanup-policy compact --segment-bytes 100"},
+		{"apple:1\npear:1\n", "produce prices --key-sep :"},
+		{"apple:2\n", "produce prices --key-sep :"},
+		{"pear:2\nplum:1\n", "produce prices --key-sep :"},
+		{"apple:3\n", "produce prices --key-sep :"},
+		{"", "topic compact prices"},
+		{"", "consume prices --consumer c --format json"},
+		{"kiwi\n", "produce prices"},
+		{"", "topic compact orders"},
+		{"", "topic describe prices"},
 	}
 	var got strings.Builder
 	for _, s := range steps {

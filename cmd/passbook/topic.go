@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/internal/thousands"
@@ -13,7 +14,7 @@ import (
 
 func newTopicCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "topic", Short: "Create, list, describe and delete topics"}
-	cmd.AddCommand(newTopicCreateCmd(e), newTopicListCmd(e), newTopicDescribeCmd(e), newTopicDeleteCmd(e))
+	cmd.AddCommand(newTopicCreateCmd(e), newTopicListCmd(e), newTopicDescribeCmd(e), newTopicDeleteCmd(e), newTopicCompactCmd(e))
 	return cmd
 }
 
@@ -59,6 +60,7 @@ func newTopicCreateCmd(e *env) *cobra.Command {
 	f.Int64Var(&cfg.SegmentBytes, "segment-bytes", 0, "roll segments at this size (default 128 MiB)")
 	f.StringVar(&durability, "durability", "", "what an acknowledged append survives: os (process crash), fsync (power loss) or interval")
 	f.StringVar(&cfg.CleanupPolicy, "cleanup-policy", "", "delete (default), compact or compact,delete")
+	f.DurationVar(&cfg.DeleteRetention, "delete-retention", 0, "on a compacted topic, keep tombstones this long after compaction first sees them (default 24h)")
 	return cmd
 }
 
@@ -126,8 +128,16 @@ func newTopicDescribeCmd(e *env) *cobra.Command {
 			if c.Durability == storage.DefaultDurability {
 				durability = "os (the default: an acknowledged append survives a process crash)"
 			}
+			policy := c.CleanupPolicy
+			if c.Compacted() {
+				keep := "24h0m0s"
+				if c.DeleteRetention > 0 {
+					keep = c.DeleteRetention.String()
+				}
+				policy += " (tombstones kept " + keep + ")"
+			}
 			fmt.Fprintf(e.stdout, "topic %s\n  partitions:     %d\n  retention:      %s\n  cleanup policy: %s\n  durability:     %s\n\n",
-				info.Name, len(info.Partitions), retention, c.CleanupPolicy, durability)
+				info.Name, len(info.Partitions), retention, policy, durability)
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "PARTITION\tSTART\tHEAD\tRECORDS\tBYTES\tSEGMENTS\t")
 			for _, p := range info.Partitions {
@@ -159,6 +169,66 @@ func newTopicDeleteCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newTopicCompactCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "compact NAME",
+		Short: "Compact a topic now: keep the newest record of each key in closed segments",
+		Long: `Compact every partition of a topic whose cleanup policy is compact or
+compact,delete, whatever its dirty ratio: closed segments are rewritten
+keeping the newest record of each key, and tombstones kept longer than the
+topic's delete retention since compaction first saw them are removed.
+Offsets do not change: readers cross the gaps. The active segment is never
+compacted. A background cleaner does the same whenever half of a
+partition's closed bytes are new since the last compaction.`,
+		Example: `  passbook topic create prices --cleanup-policy compact
+  passbook topic compact prices`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, t, err := e.topic(args[0])
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			began := time.Now()
+			stats, err := t.Compact(cmd.Context())
+			if err != nil {
+				return err
+			}
+			el := time.Since(began)
+			if asJSON {
+				return writeJSON(e, stats)
+			}
+			var total storage.CompactStats
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "PARTITION\tBYTES BEFORE\tBYTES AFTER\tRECORDS REMOVED\tTOMBSTONES REMOVED\tKEYS\tSEGMENTS\tCLEANED TO\t")
+			for p, st := range stats {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d → %d\t%s\t\n", p, thousands.Int(st.BytesBefore), thousands.Int(st.BytesAfter),
+					thousands.Int(st.RecordsRemoved), thousands.Int(st.TombstonesRemoved), thousands.Int(st.Keys), st.Segments, st.SegmentsAfter, thousands.Int(st.CleanedTo))
+				total.BytesBefore += st.BytesBefore
+				total.BytesAfter += st.BytesAfter
+				total.RecordsRemoved += st.RecordsRemoved
+				total.TombstonesRemoved += st.TombstonesRemoved
+				total.Keys += st.Keys
+				total.Segments += st.Segments
+				total.SegmentsAfter += st.SegmentsAfter
+			}
+			if len(stats) > 1 {
+				fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t%d → %d\t\t\n", thousands.Int(total.BytesBefore), thousands.Int(total.BytesAfter),
+					thousands.Int(total.RecordsRemoved), thousands.Int(total.TombstonesRemoved), thousands.Int(total.Keys), total.Segments, total.SegmentsAfter)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "compacted %s in %s: %s bytes of closed segments now %s (%s bytes/s)\n", t.Name(), el.Round(time.Millisecond),
+				thousands.Int(total.BytesBefore), thousands.Int(total.BytesAfter), thousands.Float(float64(total.BytesBefore)/el.Seconds()))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each partition's compaction statistics as JSON")
+	return cmd
 }
 
 func writeJSON(e *env, v any) error {
