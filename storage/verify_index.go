@@ -17,10 +17,10 @@ import (
 // An offset index entry must name a batch start and that batch's base
 // offset, in increasing order, the first one (0, 0). A time index entry
 // is the running maximum timestamp at a batch that raised it, and that
-// batch's relative offset — or, last, the segment's newest timestamp at
-// its last offset (written when the segment is sealed); its first entry
-// is the first batch's, when that has a timestamp, and a closed
-// segment's last entry holds its newest timestamp.
+// batch's relative offset — or the running maximum after a batch at its
+// last offset (written when the segment is sealed, or the log closed);
+// its first entry is the first batch's, when that has a timestamp, and a
+// closed segment's last entry holds its newest timestamp.
 type indexCheck struct {
 	on                bool
 	base              int64
@@ -113,12 +113,19 @@ func (x *indexCheck) batch(pos int64, h batch.Header) {
 			x.problem(ProblemTimeIndex, x.timePath, 0, fmt.Sprintf("the first entry is not the first batch's timestamp %d at offset %d", h.MaxTimestamp, x.base))
 		}
 	}
-	if x.damage || h.MaxTimestamp <= x.runMax {
+	if x.damage {
 		return
 	}
-	x.runMax = h.MaxTimestamp
-	for _, i := range x.byRel[uint32(h.BaseOffset-x.base)] {
-		x.timeOK[i] = x.times[i].ms == h.MaxTimestamp
+	raised := h.MaxTimestamp > x.runMax
+	x.runMax = max(x.runMax, h.MaxTimestamp)
+	first, last := uint32(h.BaseOffset-x.base), uint32(h.LastOffset()-x.base)
+	for _, i := range x.byRel[first] {
+		x.timeOK[i] = raised && x.times[i].ms == h.MaxTimestamp || first == last && x.times[i].ms == x.runMax
+	}
+	if last != first {
+		for _, i := range x.byRel[last] {
+			x.timeOK[i] = x.times[i].ms == x.runMax
+		}
 	}
 }
 

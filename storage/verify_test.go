@@ -323,3 +323,30 @@ func TestScanSegment_Resync(t *testing.T) {
 		t.Errorf("scan %v\nwant %s", got, want)
 	}
 }
+
+// A log closed cleanly with its active segment, then reopened and
+// appended to, has a time index entry at the last offset of the segment
+// as it was at the close, mid-file: it is right.
+func TestVerify_TimeIndexAfterCleanClose(t *testing.T) {
+	mem := vfs.NewMem()
+	ms := int64(1_700_000_000_000)
+	clock := func() time.Time { ms += 10; return time.UnixMilli(ms) }
+	o := &Options{FS: mem, IndexInterval: 1000, Now: clock}
+	l := mustOpen(t, "/p", o)
+	for i := 0; i < 12; i += 3 {
+		if _, err := l.Append(recs(i, 3), DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	l = mustOpen(t, "/p", o)
+	for i := 12; i < 24; i += 3 {
+		if _, err := l.Append(recs(i, 3), DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	if r := mustVerify(t, mem); !r.OK() {
+		t.Fatalf("problems %v", r.Problems)
+	}
+}
