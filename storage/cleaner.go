@@ -436,9 +436,10 @@ func (l *Log) swap(g *groupCleaner, group []*segment, cs *cleanerState) error {
 		return l.fail(fmt.Errorf("compaction: open cleaned segment %d: %w", g.base, err))
 	}
 	s.cleaned = true
-	if err := l.loadClosed(s, false); err != nil {
+	s.size.Store(g.out.size.Load())
+	if err := l.loadFromIndex(s, s.size.Load(), false); err != nil || s.next.Load() != g.end {
 		s.release()
-		return l.fail(fmt.Errorf("compaction: load cleaned segment %d: %w", g.base, err))
+		return l.fail(fmt.Errorf("compaction: load cleaned segment %d (to offset %d, want %d): %w", g.base, s.next.Load(), g.end, err))
 	}
 	segs := slices.Concat(cur[:i], []*segment{s}, cur[i+len(group):])
 	l.segs.Store(&segs)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -502,5 +503,115 @@ func TestKeyMap(t *testing.T) {
 	}
 	if n != minCleanerBuffer/keySlotBytes*3/4 || small.bytes() != minCleanerBuffer {
 		t.Fatalf("a map of %d bytes took %d keys", small.bytes(), n)
+	}
+}
+
+// TestLog_Compact_Concurrent compacts over and over while a writer
+// appends, readers follow the log and fetch chunks, and retention and
+// time lookups run: no reader sees an offset go backwards or a record
+// that differs from what was appended there, whatever segment it read
+// it from (run it with -race).
+func TestLog_Compact_Concurrent(t *testing.T) {
+	k := newKVLog(t, func(o *Options) { o.RetentionBytes = 32 << 10; o.SegmentBytes = 2 << 10 })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := f(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	value := func(off int64) []byte { return fmt.Appendf(nil, "value-%08d", off) }
+	n := int64(0)
+	run(func() error { // the writer
+		rs := make([]batch.Record, 1+n%5)
+		for i := range rs {
+			rs[i] = batch.Record{Key: fmt.Appendf(nil, "k%d", (n+int64(i))%40), Value: value(n + int64(i))}
+		}
+		off, err := k.l.Append(rs, InOS)
+		n += int64(len(rs))
+		if err == nil && off != n-int64(len(rs)) {
+			err = fmt.Errorf("append at %d, want %d", off, n-int64(len(rs)))
+		}
+		return err
+	})
+	run(func() error { // a reader from the start
+		prev := int64(-1)
+		for rec, err := range k.l.Records(k.l.StartOffset()) {
+			if errors.Is(err, ErrOutOfRange) {
+				return nil // retention overtook it
+			}
+			if err != nil {
+				return err
+			}
+			if rec.Offset <= prev || !bytes.Equal(rec.Value, value(rec.Offset)) {
+				return fmt.Errorf("read %q at %d after %d", rec.Value, rec.Offset, prev)
+			}
+			prev = rec.Offset
+		}
+		return nil
+	})
+	run(func() error { // a fetcher
+		for next := k.l.StartOffset(); next < k.l.Head(); {
+			c, err := k.l.ReadBatches(next, 1500)
+			if errors.Is(err, ErrOutOfRange) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			buf := make([]byte, c.Size)
+			_, err = c.File.ReadAt(buf, c.Pos)
+			c.Release()
+			if err != nil {
+				return err
+			}
+			if _, err := batch.Check(buf); err != nil {
+				return fmt.Errorf("chunk from %d: %w", next, err)
+			}
+			next = c.Next
+		}
+		return nil
+	})
+	run(func() error { // retention and time lookups
+		if _, err := k.l.Retain(); err != nil {
+			return err
+		}
+		_, err := k.l.OffsetForTime(time.UnixMilli(k.clock.Load()))
+		return err
+	})
+	deadline := time.Now().Add(400 * time.Millisecond)
+	runs := 0
+	for ; time.Now().Before(deadline); runs++ {
+		if _, err := k.l.Compact(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d compactions, %d records appended, log [%d, %d) in %d segments", runs, n, k.l.StartOffset(), k.l.Head(), k.l.SegmentCount())
+	if runs < 5 || k.l.StartOffset() == 0 {
+		t.Fatalf("%d compactions, start %d: not much happened", runs, k.l.StartOffset())
 	}
 }

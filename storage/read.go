@@ -274,14 +274,28 @@ func (l *Log) Follow(ctx context.Context, from int64) iter.Seq2[batch.Record, er
 // at or after t, or the head when there is none.
 func (l *Log) OffsetForTime(t time.Time) (int64, error) {
 	ms := t.UnixMilli()
-	for _, s := range l.segments() {
-		if s.maxMs.Load() < ms || !s.acquire() {
-			continue
-		}
-		off, found, err := l.offsetForTimeIn(s, ms)
-		s.release()
-		if err != nil || found {
-			return off, err
+	from := int64(0) // segments below were looked at
+	for again := true; again; {
+		again = false
+		for _, s := range l.segments() {
+			if s.next.Load() <= from || s.maxMs.Load() < ms {
+				continue
+			}
+			if !s.acquire() {
+				if l.closed.Load() {
+					return 0, ErrClosed
+				}
+				// Deleted by retention, or swapped by the cleaner for
+				// a segment of the same offsets: look again.
+				again = true
+				break
+			}
+			off, found, err := l.offsetForTimeIn(s, ms)
+			s.release()
+			if err != nil || found {
+				return off, err
+			}
+			from = s.next.Load()
 		}
 	}
 	return l.head.Load(), nil
