@@ -16,7 +16,8 @@ import (
 // the first; the others follow densely. Records with a zero Timestamp are
 // stamped with the log's clock. With d = DefaultDurability the log's
 // Options.Durability applies. A record over Options.MaxRecordBytes fails
-// the whole call with ErrRecordTooLarge before anything is written.
+// the whole call with ErrRecordTooLarge before anything is written, and
+// so does a record without a key on a compacted log (ErrNoKey).
 func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 	if len(recs) == 0 {
 		return 0, ErrEmpty

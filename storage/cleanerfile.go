@@ -156,6 +156,7 @@ func (l *Log) recoverCleaner(names []string) error {
 		if err := completeSwap(l.fs, l.dir, names, st.swapBase, st.swapEnd); err != nil {
 			return fmt.Errorf("complete the swap of segment %d: %w", st.swapBase, err)
 		}
+		l.o.Logger.Debug("completed the last compaction swap", "dir", l.dir, "base", st.swapBase, "end", st.swapEnd)
 		if names, err = l.fs.ReadDir(l.dir); err != nil {
 			return err
 		}
@@ -167,6 +168,7 @@ func (l *Log) recoverCleaner(names []string) error {
 				return fmt.Errorf("remove an unfinished cleaned segment: %w", err)
 			}
 			removed = true
+			l.o.Logger.Info("removed a cleaned segment an interrupted compaction left", "dir", l.dir, "file", n)
 		}
 	}
 	if removed {

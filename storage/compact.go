@@ -17,46 +17,50 @@ import (
 type CompactStats struct {
 	// DirtyRatio is the share of the closed segments' bytes at or after
 	// the first dirty offset, before the compaction.
-	DirtyRatio float64
+	DirtyRatio float64 `json:"dirty_ratio"`
 	// Passes is the number of key-map passes: more than one when the
 	// dirty records' keys did not fit in CleanerBufferBytes.
-	Passes int
+	Passes int `json:"passes"`
 	// Keys is the number of distinct keys in the dirty records (summed
 	// over passes).
-	Keys int64
+	Keys int64 `json:"keys"`
 	// MapBytes is the memory of the largest key map.
-	MapBytes int
+	MapBytes int `json:"map_bytes"`
 	// Segments and BytesBefore are the closed segments the compaction
 	// covered, before; SegmentsAfter and BytesAfter, after (cleaned
 	// segments are merged while they fit in SegmentBytes).
-	Segments, SegmentsAfter int
-	BytesBefore, BytesAfter int64
+	Segments      int   `json:"segments"`
+	SegmentsAfter int   `json:"segments_after"`
+	BytesBefore   int64 `json:"bytes_before"`
+	BytesAfter    int64 `json:"bytes_after"`
 	// BytesRead and BytesWritten are the cleaner's I/O.
-	BytesRead, BytesWritten int64
+	BytesRead    int64 `json:"bytes_read"`
+	BytesWritten int64 `json:"bytes_written"`
 	// RecordsRemoved counts the records removed: those a newer record of
 	// the same key superseded, and TombstonesRemoved tombstones past
 	// DeleteRetention.
-	RecordsRemoved, TombstonesRemoved int64
+	RecordsRemoved    int64 `json:"records_removed"`
+	TombstonesRemoved int64 `json:"tombstones_removed"`
 	// CleanedTo is the first dirty offset after the compaction: below
 	// it, the closed segments hold at most one record per key.
-	CleanedTo int64
+	CleanedTo int64 `json:"cleaned_to"`
 	// Duration is the compaction's wall time.
-	Duration time.Duration
+	Duration time.Duration `json:"duration_ns"`
 }
 
 // CleanerStats is the cleaner's state and its totals since Open, for
 // metrics.
 type CleanerStats struct {
-	CleanedTo  int64   // the first dirty offset
-	DirtyBytes int64   // bytes of closed segments at or after it
-	DirtyRatio float64 // DirtyBytes over the bytes of the closed segments
+	CleanedTo  int64   `json:"cleaned_to"`  // the first dirty offset
+	DirtyBytes int64   `json:"dirty_bytes"` // bytes of closed segments at or after it
+	DirtyRatio float64 `json:"dirty_ratio"` // DirtyBytes over the bytes of the closed segments
 
-	Runs           int64         // compactions, on demand and in the background
-	BytesCleaned   int64         // CompactStats.BytesBefore, summed
-	BytesRemoved   int64         // BytesBefore − BytesAfter, summed
-	RecordsRemoved int64         // summed
-	Duration       time.Duration // summed
-	Last           CompactStats  // the last compaction
+	Runs           int64         `json:"runs"`            // compactions, on demand and in the background
+	BytesCleaned   int64         `json:"bytes_cleaned"`   // CompactStats.BytesBefore, summed
+	BytesRemoved   int64         `json:"bytes_removed"`   // BytesBefore − BytesAfter, summed
+	RecordsRemoved int64         `json:"records_removed"` // summed
+	Duration       time.Duration `json:"duration_ns"`     // summed
+	Last           CompactStats  `json:"last"`            // the last compaction
 }
 
 // CleanerStats returns the cleaner's state and totals. It does not wait

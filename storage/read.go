@@ -14,7 +14,9 @@ import (
 
 // Reader reads records in offset order from a starting offset. It never
 // sees a half-written batch, and checks every batch's CRC before handing
-// out its records. A Reader is for one goroutine; open as many as needed.
+// out its records. On a compacted log offsets may skip where the cleaner
+// removed records: a reader crosses the gaps, and one started inside a
+// gap begins at the next record kept. A Reader is for one goroutine; open as many as needed.
 // Close it to release the segment it holds.
 type Reader struct {
 	l    *Log
