@@ -178,6 +178,10 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 			http.NotFound(w, r) // no directory listings
 			return
 		}
+		if name := strings.TrimPrefix(path.Clean(r.URL.Path), "/"); name != "" && !fs.ValidPath(name) {
+			http.NotFound(w, r) // not UTF-8: FileServerFS would answer 500 (found by FuzzHTTP)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	}))
