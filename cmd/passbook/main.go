@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -33,7 +34,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 
 func exitCode(err error) int {
 	var u usageError
-	if errors.As(err, &u) {
+	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command ") { // cobra's, for the root
 		return 2
 	}
 	return 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,6 +82,9 @@ func (e *env) topic(name string) (*passbook.DB, *passbook.Topic, error) {
 	t, err := db.Topic(name)
 	if err != nil {
 		db.Close()
+		if errors.Is(err, passbook.ErrInvalidName) {
+			return nil, nil, usageError{err} // no topic can have that name
+		}
 		return nil, nil, fmt.Errorf("%w (create it with: passbook topic create %s)", err, name)
 	}
 	return db, t, nil
