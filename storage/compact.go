@@ -212,6 +212,7 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 		}
 	}
 	t := throttle{rate: l.o.CleanerIORate, began: time.Now()}
+	defer func() { st.BytesRead, st.BytesWritten = t.read, t.written }()
 	cleaned := max(cs.cleaned, segs[0].base)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -222,13 +223,15 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 		st.Passes++
 		st.Keys += int64(m.n)
 		st.MapBytes = max(st.MapBytes, m.bytes())
-		if err != nil {
-			return st, l.compactErr(err)
+		if err == nil {
+			p := pass{m: m, dirtyFrom: cleaned, end: passEnd, horizon: cs.horizon, nowMs: nowMs, t: &t}
+			err = l.rewrite(ctx, &p, &cs)
+			st.RecordsRemoved += p.removed
+			st.TombstonesRemoved += p.tombstonesRemoved
+			if err == nil {
+				p.advance(&cs, passEnd)
+			}
 		}
-		p := pass{m: m, dirtyFrom: cleaned, end: passEnd, horizon: cs.horizon, nowMs: nowMs, t: &t}
-		err = l.rewrite(ctx, &p, &cs)
-		st.RecordsRemoved += p.removed
-		st.TombstonesRemoved += p.tombstonesRemoved
 		if errors.Is(err, errGroupGone) {
 			l.o.Logger.Info("compaction stopped: retention deleted segments it was cleaning", "dir", l.dir)
 			return st, nil
@@ -236,7 +239,6 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 		if err != nil {
 			return st, l.compactErr(err)
 		}
-		p.advance(&cs, passEnd)
 		cs.swapBase, cs.swapEnd = 0, 0
 		if err := l.writeCleanerLocked(cs); err != nil {
 			return st, l.compactErr(err)
@@ -247,7 +249,6 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 			break
 		}
 	}
-	st.BytesRead, st.BytesWritten = t.read, t.written
 	return st, nil
 }
 
