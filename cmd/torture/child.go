@@ -135,11 +135,17 @@ func startChild(dir, tag string, seed uint64, d time.Duration, lg *ledger) (*chi
 // readEvents applies a child's event lines to lg until EOF; the first
 // acknowledgement closes acked.
 func readEvents(r io.Reader, lg *ledger, acked chan struct{}) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	br := bufio.NewReaderSize(r, 64<<10)
 	first := true
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), "\t")
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			if err == io.EOF {
+				err = nil // a line cut short by the kill can only be the last one: dropped
+			}
+			return err
+		}
+		f := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
 		switch f[0] {
 		case "S":
 			p, _ := strconv.Atoi(f[4])
@@ -169,10 +175,6 @@ func readEvents(r io.Reader, lg *ledger, acked chan struct{}) error {
 			p, _ := strconv.Atoi(f[2])
 			off, _ := strconv.ParseInt(f[3], 10, 64)
 			lg.Processed(f[1], int32(p), off, f[4])
-		case "DONE":
-		default:
-			// A line cut short by the kill can only be the last one.
 		}
 	}
-	return sc.Err()
 }

@@ -153,6 +153,7 @@ func (e *env) kill9Embedded() (t tally) {
 		return
 	case <-time.After(30 * time.Second):
 		c.cmd.Process.Kill()
+		<-c.done
 		c.cmd.Wait()
 		t.verifyBad++
 		t.notef("no append acknowledged in 30 s")
@@ -160,8 +161,8 @@ func (e *env) kill9Embedded() (t tally) {
 	}
 	e.sleep(0, 400*time.Millisecond)
 	c.cmd.Process.Kill()
+	<-c.done // to EOF first: Wait closes the pipe, losing what is still in it
 	c.cmd.Wait()
-	<-c.done
 	lg.Fault()
 	t.faults++
 	lg.Resume(nil)
