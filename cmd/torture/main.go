@@ -27,6 +27,13 @@
 //
 //	go run ./cmd/torture -trials 1000 -seed 42
 //	go run ./cmd/torture -duration 2m -kinds kill9,powerloss
+//
+// With -soak first it runs the soak instead (scripts/soak.sh): producers
+// and consumers at half the sustained rate against `passbook serve` for
+// ten minutes, printing the server's memory, goroutines, open files and
+// the latencies every 10 s, and checking that they stay flat:
+//
+//	go run ./cmd/torture -soak -duration 10m
 package main
 
 import (
@@ -86,6 +93,9 @@ type result struct {
 
 // run is the whole program.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "-soak" {
+		return soak(ctx, args[1:], stdout, stderr)
+	}
 	r, err := torture(ctx, args, stdout, stderr)
 	if err != nil {
 		return err
