@@ -373,8 +373,13 @@ func removeAll(fsys vfs.FS, dir string) error {
 	return fsys.Remove(dir)
 }
 
+// writeFileSynced writes dir/name whole or not at all: through name.tmp,
+// fsync'd and renamed over it, then the directory fsync'd. A failed or
+// torn write leaves no name to misread (found by cmd/torture: a failed
+// write of topic.json made Open refuse the data directory).
 func writeFileSynced(fsys vfs.FS, dir, name string, data []byte) error {
-	f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -387,6 +392,9 @@ func writeFileSynced(fsys vfs.FS, dir, name string, data []byte) error {
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
 	return fsys.SyncDir(dir)
