@@ -56,7 +56,9 @@ func TestDB_CreateTopic_FailedWrite(t *testing.T) {
 		dir := t.TempDir()
 		mem.MkdirAll(dir, 0o755)
 		faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: at, Kinds: vfs.OpWrite, ShortWrite: true,
-			Filter: func(op vfs.Op) bool { return strings.HasSuffix(op.Name, ".json") || strings.HasSuffix(op.Name, ".json.tmp") }})
+			Filter: func(op vfs.Op) bool {
+				return strings.HasSuffix(op.Name, ".json") || strings.HasSuffix(op.Name, ".json.tmp")
+			}})
 		db, err := passbook.Open(dir, &passbook.Options{FS: faulty})
 		if err != nil {
 			t.Fatal(err)
