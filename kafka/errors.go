@@ -54,7 +54,7 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, errTransactional):
 		return kerr.TransactionalIDAuthorizationFailed.Code
-	case errors.Is(err, batch.ErrEmpty), errors.Is(err, storage.ErrEmpty), errors.Is(err, errControlBatch):
+	case errors.Is(err, batch.ErrEmpty), errors.Is(err, storage.ErrEmpty), errors.Is(err, errControlBatch), errors.Is(err, storage.ErrNoKey):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, storage.ErrInvalidBatch):
 		return kerr.CorruptMessage.Code
