@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,7 +227,7 @@ func (e *env) kill9Kafka() (t tally) {
 		return
 	}
 	w = &kafkaWork{addr: addr, sink: lg, tag: e.tag() + "b", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 9))}
-	ctx, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 	err = w.run(ctx)
 	cancel()
 	if err != nil {
@@ -302,7 +303,7 @@ func (e *env) powerLossKafka() (t tally) {
 	cancel()
 	<-done
 	db.Close()
-	e.repairAfterPowerLoss(dir, crashed, &t)
+	e.repairAfterPowerLoss(dir, crashed, lg, &t)
 	db, err = passbook.Open(dir, &passbook.Options{FS: crashed})
 	if err != nil {
 		t.verifyBad++
@@ -316,7 +317,7 @@ func (e *env) powerLossKafka() (t tally) {
 	lg.Resume(heads)
 	if ks, addr, err = inProcess(db); err == nil {
 		w = &kafkaWork{addr: addr, sink: lg, tag: e.tag() + "b", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 12))}
-		ctx, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 		if err := w.run(ctx); err != nil {
 			t.verifyBad++
 			t.notef("workload after the power loss: %v", err)
@@ -332,7 +333,10 @@ func (e *env) powerLossKafka() (t tally) {
 
 // repairAfterPowerLoss runs passbook repair on dir and counts the
 // committed offsets it finds past their partition's head.
-func (e *env) repairAfterPowerLoss(dir string, fsys vfs.FS, t *tally) {
+func (e *env) repairAfterPowerLoss(dir string, fsys vfs.FS, lg *ledger, t *tally) {
+	if _, err := fsys.Stat(filepath.Join(dir, "topics")); err != nil && lg.ackCount() == 0 {
+		return // the fault struck before the data directory was made
+	}
 	r, err := passbook.Repair(dir, &passbook.CheckOptions{FS: fsys})
 	if err != nil {
 		t.verifyBad++
@@ -405,7 +409,7 @@ func (e *env) diskErrorKafka() (t tally) {
 // checkCrashed checks the log that survived a power loss after a disk
 // fault (its figures not counted twice), once repaired.
 func (e *env) checkCrashed(dir string, crashed vfs.FS, lg *ledger, t *tally) {
-	e.repairAfterPowerLoss(dir, crashed, t)
+	e.repairAfterPowerLoss(dir, crashed, lg, t)
 	db, err := passbook.Open(dir, &passbook.Options{FS: crashed})
 	if err != nil {
 		t.verifyBad++

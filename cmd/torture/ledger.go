@@ -108,6 +108,13 @@ func (lg *ledger) Acked(part int32, off int64, durable bool, values ...string) {
 	}
 }
 
+// ackCount is the number of acknowledged records.
+func (lg *ledger) ackCount() int {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	return len(lg.acks)
+}
+
 // Fault marks the moment of the fault: acknowledgements recorded after it
 // are not counted (they may have raced with it).
 func (lg *ledger) Fault() {

@@ -97,10 +97,7 @@ func committed(db *passbook.DB, names []string) map[string]map[int32]int64 {
 func checkDB(db *passbook.DB, dir string, fsys vfs.FS, lg *ledger, lossy bool, t *tally) {
 	v, err := view(db)
 	if err != nil {
-		lg.mu.Lock()
-		acked := len(lg.acks)
-		lg.mu.Unlock()
-		if !errors.Is(err, passbook.ErrUnknownTopic) || acked > 0 {
+		if !errors.Is(err, passbook.ErrUnknownTopic) || lg.ackCount() > 0 {
 			t.readErrors++
 			t.notef("open topic: %v", err)
 		} // else the fault struck before the topic was created
@@ -227,7 +224,7 @@ func (e *env) powerLossEmbedded() (t tally) {
 // briefly, and checks.
 func (e *env) resumeAndCheck(dir string, fsys vfs.FS, lg *ledger, lossy bool, t *tally) {
 	if lossy {
-		e.repairAfterPowerLoss(dir, fsys, t)
+		e.repairAfterPowerLoss(dir, fsys, lg, t)
 	}
 	db, err := passbook.Open(dir, &passbook.Options{FS: fsys})
 	if err != nil {
