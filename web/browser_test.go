@@ -16,6 +16,7 @@ import (
 	"github.com/passbook-log/passbook/consumer"
 	thousandsfmt "github.com/passbook-log/passbook/internal/thousands"
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
 )
 
 var (
@@ -69,11 +70,12 @@ func TestDashboard_Browser(t *testing.T) {
 	b := startBrowser(t, width, height)
 	// The data is there before the server starts, as after a restart:
 	// the charts' history begins with the server.
-	var orders, payments, telemetry *passbook.Topic
+	var orders, payments, telemetry, profiles *passbook.Topic
 	e := newEnvSetup(t, nil, &Options{EventInterval: defaultEventInterval}, func(db *passbook.DB) {
 		orders = courseTopic(t, db)
 		payments = retainedTopic(t, db)
 		telemetry = wideTopic(t, db)
+		profiles = compactedTopic(t, db)
 	})
 	ctx := context.Background()
 
@@ -116,6 +118,24 @@ func TestDashboard_Browser(t *testing.T) {
 		return {start: +t.dataset.start, head: +t.dataset.head, w: g ? g.getBoundingClientRect().width / t.getBoundingClientRect().width : -1}; })()`, &gone)
 	if l := mustLog(t, payments, 0); gone.Start != float64(l.StartOffset()) || gone.Start == 0 || gone.W < gone.Start/gone.Head-0.005 || gone.W > gone.Start/gone.Head+0.005 {
 		t.Errorf("payments/0 drawn from %v to %v with %.3f deleted; want %d to %d with %.3f", gone.Start, gone.Head, gone.W, l.StartOffset(), l.Head(), float64(l.StartOffset())/float64(l.Head()))
+	}
+
+	// A compacted topic shows the range where only each key's newest
+	// record is kept, from the log start to the cleaned point.
+	var comp struct {
+		Found      bool
+		Left, W    float64
+		Tip, Label string
+	}
+	b.eval(`(() => { const t = document.querySelector('.tape[data-topic="profiles"][data-partition="0"]'), c = t && t.querySelector('.compacted');
+		if (!c) return {found: false};
+		const tr = t.getBoundingClientRect(), cr = c.getBoundingClientRect();
+		return {found: true, left: (cr.left - tr.left) / tr.width, w: cr.width / tr.width, tip: c.dataset.tip, label: c.textContent}; })()`, &comp)
+	pl := mustLog(t, profiles, 0)
+	cleaned := pl.CleanerStats().CleanedTo
+	if want := float64(cleaned) / float64(pl.Head()); !comp.Found || comp.Left > 0.005 || comp.W < want-0.005 || comp.W > want+0.005 ||
+		!strings.Contains(comp.Tip, "newest record") || !strings.Contains(comp.Label, thousands(cleaned)) {
+		t.Errorf("profiles/0 compacted band = %+v; want it from 0 over %.3f of the tape, labelled %s", comp, want, thousands(cleaned))
 	}
 
 	// Numbers are written for people, and the consumers are listed.
@@ -245,6 +265,30 @@ func wideTopic(t *testing.T, db *passbook.DB) *passbook.Topic {
 		}
 	}
 	if err := db.Offsets().CommitMany(context.Background(), commits); err != nil {
+		t.Fatal(err)
+	}
+	return topic
+}
+
+// compactedTopic makes "profiles": a compacted topic where 200 keys were
+// written 20 times each, compacted once.
+func compactedTopic(t *testing.T, db *passbook.DB) *passbook.Topic {
+	t.Helper()
+	topic, err := db.CreateTopic("profiles", passbook.TopicConfig{CleanupPolicy: passbook.CleanupCompact, SegmentBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]passbook.Record, 0, 200)
+	for round := range 20 {
+		recs = recs[:0]
+		for k := range 200 {
+			recs = append(recs, passbook.Record{Key: fmt.Appendf(nil, "user-%03d", k), Value: fmt.Appendf(nil, "profile v%d", round)})
+		}
+		if _, err := topic.AppendTo(0, recs, storage.DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := topic.Compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return topic

@@ -45,6 +45,10 @@ type partState struct {
 	Head     int64 `json:"head"`
 	Bytes    int64 `json:"bytes"`
 	Segments int   `json:"segments"`
+	// Cleaned is, on a compacted topic, the first offset the cleaner has
+	// not reached: below it only each key's newest record is kept, and the
+	// offsets between them are gaps.
+	Cleaned int64 `json:"cleaned,omitempty"`
 }
 
 type groupKey struct{ consumer, topic string }
@@ -191,6 +195,11 @@ func (h *hub) collectLocked() (*dashState, error) {
 		ts := &topicState{Name: info.Name, Config: &info.Config, Partitions: make([]partState, len(info.Partitions))}
 		for i, p := range info.Partitions {
 			ts.Partitions[i] = partState{P: p.Partition, Start: p.StartOffset, Head: p.Head, Bytes: p.Bytes, Segments: p.Segments}
+			if info.Config.Compacted() {
+				if l, err := t.Partition(p.Partition); err == nil {
+					ts.Partitions[i].Cleaned = l.CleanerStats().CleanedTo
+				}
+			}
 		}
 		st.Topics[ts.Name] = ts
 	}

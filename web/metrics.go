@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -131,6 +132,10 @@ type stateCollector struct {
 
 	appended, head, start, bytes, segments, recovery *prometheus.Desc
 	recoveryTotal, torn, committed, lag, missed, up  *prometheus.Desc
+
+	// The cleaner of compacted topics.
+	cleanedTo, dirtyRatio, cleanRuns, cleanBytes, cleanRemoved *prometheus.Desc
+	cleanRecords, cleanSeconds, cleanKeys                      *prometheus.Desc
 }
 
 func newStateCollector(s *Server) *stateCollector {
@@ -163,14 +168,48 @@ func newStateCollector(s *Server) *stateCollector {
 			"Records retention deleted before the consumer read them.", cons, nil),
 		up: prometheus.NewDesc("passbook_offset_store_up",
 			"1 if the offset store answered the scrape's query, else 0 (and no consumer series).", nil, nil),
+		cleanedTo: prometheus.NewDesc("passbook_compaction_cleaned_offset",
+			"Compacted topics: the first offset not yet cleaned; below it each key has only its newest record.", part, nil),
+		dirtyRatio: prometheus.NewDesc("passbook_compaction_dirty_ratio",
+			"Compacted topics: the share of the closed segments' bytes not yet cleaned.", part, nil),
+		cleanRuns: prometheus.NewDesc("passbook_compaction_runs_total",
+			"Compacted topics: compactions run since the partition was opened.", part, nil),
+		cleanBytes: prometheus.NewDesc("passbook_compaction_bytes_cleaned_total",
+			"Compacted topics: bytes of segments the cleaner read and rewrote.", part, nil),
+		cleanRemoved: prometheus.NewDesc("passbook_compaction_bytes_removed_total",
+			"Compacted topics: bytes the cleaner removed.", part, nil),
+		cleanRecords: prometheus.NewDesc("passbook_compaction_records_removed_total",
+			"Compacted topics: records (superseded values and expired tombstones) the cleaner removed.", part, nil),
+		cleanSeconds: prometheus.NewDesc("passbook_compaction_seconds_total",
+			"Compacted topics: time the cleaner spent compacting.", part, nil),
+		cleanKeys: prometheus.NewDesc("passbook_compaction_keys",
+			"Compacted topics: distinct keys the last compaction saw.", part, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.appended, c.head, c.start, c.bytes, c.segments,
-		c.recovery, c.recoveryTotal, c.torn, c.committed, c.lag, c.missed, c.up} {
+		c.recovery, c.recoveryTotal, c.torn, c.committed, c.lag, c.missed, c.up,
+		c.cleanedTo, c.dirtyRatio, c.cleanRuns, c.cleanBytes, c.cleanRemoved, c.cleanRecords, c.cleanSeconds, c.cleanKeys} {
 		ch <- d
 	}
+}
+
+func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric, st storage.CleanerStats, topic, p string) {
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, topic, p)
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, topic, p)
+	}
+	gauge(c.cleanedTo, float64(st.CleanedTo))
+	gauge(c.dirtyRatio, st.DirtyRatio)
+	gauge(c.cleanKeys, float64(st.Last.Keys))
+	counter(c.cleanRuns, float64(st.Runs))
+	counter(c.cleanBytes, float64(st.BytesCleaned))
+	counter(c.cleanRemoved, float64(st.BytesRemoved))
+	counter(c.cleanRecords, float64(st.RecordsRemoved))
+	counter(c.cleanSeconds, st.Duration.Seconds())
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -198,6 +237,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(l.Size()), name, ps)
 			ch <- prometheus.MustNewConstMetric(c.segments, prometheus.GaugeValue, float64(l.SegmentCount()), name, ps)
 			ch <- prometheus.MustNewConstMetric(c.recovery, prometheus.GaugeValue, rec.Duration.Seconds(), name, ps)
+			if t.Config().Compacted() {
+				c.collectCleaner(ch, l.CleanerStats(), name, ps)
+			}
 		}
 		extents[name] = ext
 		ch <- prometheus.MustNewConstMetric(c.appended, prometheus.CounterValue, float64(sum), name)

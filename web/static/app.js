@@ -159,7 +159,11 @@ function retention(cfg) {
   const parts = [];
   if (cfg["retention.ms"] > 0) parts.push(duration(cfg["retention.ms"]));
   if (cfg["retention.bytes"] > 0) parts.push(bytes(cfg["retention.bytes"]) + " a partition");
-  return parts.length ? "keeps " + parts.join(" or ") : "keeps everything";
+  const kept = parts.length ? "keeps " + parts.join(" or ") : "keeps everything";
+  const policy = cfg["cleanup.policy"] || "delete";
+  if (!policy.includes("compact")) return kept;
+  // Compaction keeps each key's newest record; retention, if any, on top.
+  return policy.includes("delete") && parts.length ? `compacted · ${kept}` : "compacted: keeps each key's newest record";
 }
 
 function updateTopic(el, t, focus, pageSize) {

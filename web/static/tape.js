@@ -56,6 +56,14 @@ export function rows(t, parts, groups, opts) {
       html += `<div class="gone${p.start >= head ? " all" : ""}" style="width:${pct(gone)}"
         data-tip="${esc(`deleted by retention: offsets 0 – ${n(p.start - 1)}`)}">${label}</div>`;
     }
+    if (p.cleaned > p.start) {
+      // A compacted topic: below the cleaned point each key keeps only its
+      // newest record; the offsets in between are gaps readers step over.
+      const from = p.start / scale, to = Math.min(p.cleaned, head) / scale;
+      const label = !opts.compact && (to - from) * opts.width > 130 ? `<span>compacted to ${n(p.cleaned)}</span>` : "";
+      html += `<div class="compacted${p.start > 0 ? " mid" : ""}" style="left:${pct(from)};width:${pct(to - from)}"
+        data-tip="${esc(`compacted: offsets ${n(p.start)} – ${n(p.cleaned - 1)} keep only each key's newest record;\nthe offsets between them are gaps that readers step over`)}">${label}</div>`;
+    }
     const labels = [];
     let cursors = "";
     for (const g of groups) {
