@@ -102,13 +102,14 @@ func ScanSegment(fsys vfs.FS, path string, base int64) iter.Seq2[SegmentBatch, e
 // segScanner walks a segment file batch by batch, resynchronizing after
 // damage.
 type segScanner struct {
-	f      vfs.File
-	size   int64
-	br     batchReader
-	expect int64 // base offset the next batch must have
-	gaps   bool  // records may skip offsets inside a batch (a cleaned segment)
-	jump   bool  // after damage: the next batch may start past expect
-	cur    batch.Cursor
+	f       vfs.File
+	size    int64
+	br      batchReader
+	expect  int64  // base offset the next batch must have
+	gaps    bool   // records may skip offsets inside a batch (a cleaned segment)
+	jump    bool   // after damage: the next batch may start past expect
+	scratch []byte // validAt's buffer
+	cur     batch.Cursor
 }
 
 func (sc *segScanner) reset(f vfs.File, size, base int64) {
@@ -209,8 +210,9 @@ func (sc *segScanner) resync(pos int64, h batch.Header, headerOK bool) (int64, e
 			return 0, fmt.Errorf("read %s at byte %d: %w", sc.f.Name(), from, err)
 		}
 		for i := 0; i < min(n, window); i++ {
-			// The magic byte is the cheap filter; validAt does the rest.
-			if i+batch.HeaderSize > n || buf[i+16] != batch.Magic {
+			// The magic byte and the header's own sense are the cheap
+			// filters, on the bytes at hand; validAt reads the batch.
+			if i+batch.HeaderSize > n || buf[i+16] != batch.Magic || !sc.plausible(buf[i:n], from+int64(i)) {
 				continue
 			}
 			ok, err := sc.validAt(from + int64(i))
@@ -222,22 +224,37 @@ func (sc *segScanner) resync(pos int64, h batch.Header, headerOK bool) (int64, e
 	return sc.size, nil
 }
 
+// plausible reports whether the header at the start of b, at byte pos,
+// could begin a batch that resumes the segment: it parses, fits in the
+// file, and its offsets follow the expected one within a segment's reach.
+func (sc *segScanner) plausible(b []byte, pos int64) bool {
+	h, err := batch.ParseHeader(b)
+	return err == nil && int64(h.Size()) <= sc.size-pos && h.BaseOffset >= sc.expect &&
+		h.BaseOffset-sc.expect < 1<<31 && h.RecordCount <= h.LastOffsetDelta+1
+}
+
 // validAt reports whether a whole batch that checks starts at pos, with
-// a base offset not before the expected one.
+// a base offset not before the expected one. It reads only that batch.
 func (sc *segScanner) validAt(pos int64) (bool, error) {
-	var r batchReader
-	r.reset(sc.f, pos, sc.size)
-	_, b, h, err := r.next()
-	if err != nil {
-		if isDamage(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("read %s at byte %d: %w", sc.f.Name(), pos, err)
-	}
-	if h.BaseOffset < sc.expect {
+	var hb [batch.HeaderSize]byte
+	if pos+batch.HeaderSize > sc.size {
 		return false, nil
 	}
-	_, err = batch.Check(b)
+	if _, err := sc.f.ReadAt(hb[:], pos); err != nil {
+		return false, fmt.Errorf("read %s at byte %d: %w", sc.f.Name(), pos, err)
+	}
+	if !sc.plausible(hb[:], pos) {
+		return false, nil
+	}
+	h, _ := batch.ParseHeader(hb[:])
+	if cap(sc.scratch) < h.Size() {
+		sc.scratch = make([]byte, h.Size())
+	}
+	b := sc.scratch[:h.Size()]
+	if _, err := sc.f.ReadAt(b, pos); err != nil {
+		return false, fmt.Errorf("read %s at byte %d: %w", sc.f.Name(), pos, err)
+	}
+	_, err := batch.Check(b)
 	return err == nil, nil
 }
 
