@@ -22,9 +22,17 @@ import (
 // it names instead of running tests (see TestMain).
 const childEnv = "PASSBOOK_KAFKA_CHILD_DIR"
 
+// childAdvertiseEnv, if set, is the address the child server tells
+// clients to connect to (a proxy in front of it).
+const childAdvertiseEnv = "PASSBOOK_KAFKA_CHILD_ADVERTISE"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnv); dir != "" {
 		serveChild(dir)
+		return
+	}
+	if cfg := os.Getenv(memberEnv); cfg != "" {
+		memberChild(cfg)
 		return
 	}
 	os.Exit(m.Run())
@@ -46,7 +54,7 @@ func serveChild(dir string) {
 			fail(err)
 		}
 	}
-	srv, err := NewServer(db, nil)
+	srv, err := NewServer(db, &Options{Advertise: os.Getenv(childAdvertiseEnv)})
 	if err != nil {
 		fail(err)
 	}
@@ -58,11 +66,12 @@ func serveChild(dir string) {
 	fail(srv.Serve(context.Background(), ln))
 }
 
-// startChild starts a server process over dir and returns it and its address.
-func startChild(t *testing.T, dir string) (*exec.Cmd, string) {
+// startChild starts a server process over dir and returns it and its
+// address. env adds to its environment.
+func startChild(t *testing.T, dir string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), childEnv+"="+dir), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

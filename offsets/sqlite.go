@@ -387,6 +387,16 @@ func (s *SQLite) CommitEntries(ctx context.Context, entries []Entry) error {
 	}
 	now := s.opts.Now().UnixMilli()
 	err := s.do(ctx, func(c *sqlite3.Conn) error {
+		if len(entries) == 1 {
+			// One UPSERT is atomic in autocommit mode: BEGIN and COMMIT
+			// would only cost two more statements (a Kafka consumer
+			// committing after each record sends one entry at a time).
+			e := entries[0]
+			if err := s.mu.upsert.bindUpsert(e.Key, e.Offset, e.Metadata, now); err != nil {
+				return err
+			}
+			return s.mu.upsert.Exec()
+		}
 		return txLocked(c, func() error {
 			for _, e := range entries {
 				if err := s.mu.upsert.bindUpsert(e.Key, e.Offset, e.Metadata, now); err != nil {
