@@ -139,7 +139,7 @@ type memberProc struct {
 
 	mu        sync.Mutex
 	assigned  []int32
-	processed map[[2]int64]int // (partition, offset) → times
+	processed map[[2]int64]int    // (partition, offset) → times
 	firstP    time.Time           // when the first record was processed
 	partFirst map[int32]time.Time // when the first record of each partition was
 	committed map[[2]int64]bool
