@@ -202,7 +202,7 @@ func (r *results) chart(file string) error {
 			y += rowH[r]
 		}
 		lines := append([]string{"how: " + r.h.command}, r.machine...)
-		lines = append(lines, "load average before: "+r.loadAvg[0]+"; after: "+r.loadAvg[1])
+		lines = append(lines, fmt.Sprintf("load average before: %s; after: %s; during: median %.2f (%.2f–%.2f)", r.loadAvg[0], r.loadAvg[1], r.loadDuring.median, r.loadDuring.min, r.loadDuring.max))
 		text(img, bold, x, y+20, colText, "the run")
 		for k, l := range lines {
 			text(img, small, x, y+42+k*16, colText, clip(l, 110))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,13 +259,14 @@ type cell struct {
 
 // results is everything a run measured.
 type results struct {
-	h       *harness
-	systems []*system
-	cells   map[string]map[workload]*cell // by system name
-	started time.Time
-	took    time.Duration
-	loadAvg [2]string // before and after
-	machine []string
+	h          *harness
+	systems    []*system
+	cells      map[string]map[workload]*cell // by system name
+	started    time.Time
+	took       time.Duration
+	loadAvg    [2]string // before and after
+	loadDuring stats     // the 1-minute load average, sampled every 5 s
+	machine    []string
 }
 
 func (r *results) cell(s *system, w workload) *cell {
@@ -288,6 +290,29 @@ func (h *harness) run(ctx context.Context, tmp string) (*results, error) {
 	}
 	r := &results{h: h, systems: systems, cells: map[string]map[workload]*cell{}, started: time.Now(), machine: machine(h.dir)}
 	r.loadAvg[0] = loadAvg()
+	// Sample the 1-minute load average while the run goes.
+	sampling := make(chan struct{})
+	sampled := make(chan []float64, 1)
+	go func() {
+		var xs []float64
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			if x, err := strconv.ParseFloat(strings.Split(loadAvg(), ",")[0], 64); err == nil {
+				xs = append(xs, x)
+			}
+			select {
+			case <-tick.C:
+			case <-sampling:
+				sampled <- xs
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(sampling)
+		r.loadDuring = summarize(<-sampled)
+	}()
 	for trial := range h.trials {
 		// Rotate the order of the systems, so that none always runs
 		// first on a quiet disk or last on a dirty one.

@@ -186,8 +186,9 @@ func (t *passbookTarget) run(ctx context.Context, w workload, p params) (measure
 			return nil
 		})
 		cancel()
-		if ferr := <-follow; err == nil && ferr != nil && !errors.Is(ferr, context.Canceled) {
-			err = ferr
+		if ferr := <-follow; ferr != nil && !errors.Is(ferr, context.Canceled) {
+			// The follower's own error says more than "saw n of m".
+			return measure{}, fmt.Errorf("Log.Follow: %w", ferr)
 		}
 		return m, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -139,7 +140,8 @@ func (r *results) markdown() string {
 	for _, l := range r.machine {
 		fmt.Fprintf(&b, "- %s\n", l)
 	}
-	fmt.Fprintf(&b, "- load average (1, 5, 15 min) before: %s; after: %s (2 cores, shared with other engineers' test runs)\n", r.loadAvg[0], r.loadAvg[1])
+	fmt.Fprintf(&b, "- load average (1, 5, 15 min) before: %s; after: %s; the 1-minute figure sampled every 5 s during the run: median %.2f, min–max %.2f–%.2f (%d cores, shared with other engineers' test and fuzz runs)\n",
+		r.loadAvg[0], r.loadAvg[1], r.loadDuring.median, r.loadDuring.min, r.loadDuring.max, runtime.NumCPU())
 	fmt.Fprintf(&b, "- a measurement stops after %s records or %v, whichever comes first; its rate is the records done over the time taken\n", commas(int64(p.n)), p.maxTime)
 	fmt.Fprintf(&b, "- every server runs on 127.0.0.1, started and stopped (by its PID) by the harness; clients run in the harness process\n\n")
 	fmt.Fprintf(&b, "| system | version | how it ran |\n|---|---|---|\n")
