@@ -24,10 +24,7 @@ func pythonLab(file string) *system {
 		durability: func(workload) string {
 			return "the script's own consumer and offset store; the rate is its processed records over the whole run's wall time"
 		},
-		skip: onlyFor(wCommit, "the lab script runs only its own fixed workload"),
-		start: func(ctx context.Context, dir string) (target, error) {
-			return &pyLabTarget{file: file, dir: dir}, nil
-		},
+		skip:    onlyFor(wCommit, "the lab script runs only its own fixed workload"),
 		variant: true,
 	}
 	if file == "" {

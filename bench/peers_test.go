@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -158,5 +159,39 @@ func TestPercentile(t *testing.T) {
 		if got := percentile(lat, tc.q); got != tc.want {
 			t.Errorf("percentile(%v) = %v, want %v", tc.q, got, tc.want)
 		}
+	}
+}
+
+// TestPythonLab runs a stand-in for the course's script: the harness
+// divides the records it says it processed by the script's wall time.
+func TestPythonLab(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "lab.py")
+	if err := os.WriteFile(script, []byte("print('total records processed: 100,001  (one ran twice)')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := pythonLab(script)
+	if s.unavailable != "" {
+		t.Fatal(s.unavailable)
+	}
+	tg, err := s.start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := tg.run(context.Background(), wCommit, params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.records != 100_001 || m.elapsed <= 0 {
+		t.Errorf("got %d records in %v, want 100,001", m.records, m.elapsed)
+	}
+	if _, err := tg.run(context.Background(), wBatch, params{}); err == nil {
+		t.Error("the lab ran a workload it does not have")
+	}
+	if s := pythonLab(""); s.unavailable == "" {
+		t.Error("no script, yet not reported as skipped")
 	}
 }
