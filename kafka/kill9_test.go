@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/passbook-log/passbook"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -35,6 +38,8 @@ func TestMain(m *testing.M) {
 		memberChild(cfg)
 		return
 	}
+	// Before any client: sarama reads it from its goroutines.
+	sarama.Logger = log.New(io.Discard, "", 0)
 	os.Exit(m.Run())
 }
 

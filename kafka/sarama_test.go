@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"fmt"
-	"io"
-	"log"
 	"testing"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 )
 
 func TestSarama_ProduceConsume(t *testing.T) {
-	sarama.Logger = log.New(io.Discard, "", 0) // before any client: sarama reads it from its goroutines
 	for _, tc := range []struct {
 		name    string
 		version sarama.KafkaVersion

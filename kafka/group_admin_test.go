@@ -1,0 +1,159 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A Kafka group is a consumer name in the offset store: an embedded
+// consumer's commits are the group's committed offsets, and a Kafka
+// consumer's commits are what the embedded consumer resumes from.
+func TestGroup_SharesTheOffsetStore(t *testing.T) {
+	ts := startServer(t, nil)
+	topic := ts.createTopic(t, "ledger", 2)
+	fill(t, topic, 0, 50)
+	fill(t, topic, 1, 50)
+	ctx := context.Background()
+
+	// The embedded consumer "billing" handles 30 records and stops.
+	c, err := consumer.New(ctx, topic, ts.db.Offsets(), consumer.Options{Name: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := 0
+	err = c.Drain(ctx, func(context.Context, consumer.Message) error {
+		if handled == 30 {
+			return consumer.Stop
+		}
+		handled++
+		return nil
+	})
+	if err != nil && !errors.Is(err, consumer.Stop) {
+		t.Fatal(err)
+	}
+	embedded := c.Positions()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A Kafka client reads those as the group's offsets …
+	adm := kadm.NewClient(ts.client(t))
+	got, err := adm.FetchOffsets(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, next := range embedded {
+		if next == 0 {
+			continue // nothing read there, nothing committed
+		}
+		if o, ok := got.Lookup("ledger", p); !ok || o.At != next {
+			t.Fatalf("partition %d: OffsetFetch says %+v, the embedded consumer committed %d", p, o, next)
+		}
+	}
+
+	// … a franz-go member of group "billing" resumes there and consumes
+	// the rest …
+	rest := 100
+	for _, next := range embedded {
+		rest -= int(next)
+	}
+	cl := ts.client(t, kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("ledger"), kgo.DisableAutoCommit())
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for len(recs) < rest {
+		fs := cl.PollFetches(pctx)
+		if pctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", len(recs), rest)
+		}
+		recs = append(recs, fs.Records()...)
+	}
+	for _, r := range recs {
+		if r.Offset < embedded[r.Partition] {
+			t.Fatalf("partition %d offset %d consumed again: the group starts at %d", r.Partition, r.Offset, embedded[r.Partition])
+		}
+	}
+	if err := cl.CommitUncommittedOffsets(pctx); err != nil {
+		t.Fatal(err)
+	}
+	// … and its commits are what the embedded consumer resumes from.
+	for p := range int32(2) {
+		off, err := ts.db.Offsets().Committed(ctx, offsets.Key{Consumer: "billing", Topic: "ledger", Partition: p})
+		if err != nil || off != 50 {
+			t.Fatalf("partition %d: the store holds %d, %v; want 50", p, off, err)
+		}
+	}
+
+	// Admin: the live group and the embedded consumers are listed; a
+	// live group is not deleted, nor moved by a plain commit.
+	if err := ts.db.Offsets().Commit(ctx, offsets.Key{Consumer: "audit", Topic: "ledger", Partition: 0}, 7); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, g := range listed.Sorted() {
+		states[g.Group] = g.State
+	}
+	if states["billing"] != "Stable" || states["audit"] != "Empty" {
+		t.Fatalf("ListGroups: %v", states)
+	}
+	described, err := adm.DescribeGroups(ctx, "billing", "audit", "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["billing"]; d.State != "Stable" || d.ProtocolType != "consumer" || len(d.Members) != 1 || d.Protocol == "" {
+		t.Fatalf("billing: %+v", d)
+	}
+	if d := described["billing"]; len(d.AssignedPartitions()["ledger"]) != 2 {
+		t.Fatalf("billing's assignment: %v", d.AssignedPartitions())
+	}
+	if described["audit"].State != "Empty" || described["nobody"].State != "Dead" {
+		t.Fatalf("audit %q, nobody %q", described["audit"].State, described["nobody"].State)
+	}
+	deleted, err := adm.DeleteGroups(ctx, "billing", "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(deleted["billing"].Err, kerr.NonEmptyGroup) || !errors.Is(deleted["nobody"].Err, kerr.GroupIDNotFound) {
+		t.Fatalf("DeleteGroups: %+v", deleted)
+	}
+	committed, err := adm.CommitOffsets(ctx, "billing", kadm.OffsetsFromRecords(kgo.Record{Topic: "ledger", Partition: 0, Offset: 0}))
+	if err == nil {
+		err = committed.Error()
+	}
+	if !errors.Is(err, kerr.UnknownMemberID) {
+		t.Fatalf("a plain commit to a live group: %v, want UNKNOWN_MEMBER_ID", err)
+	}
+
+	// Once its member leaves, the group is Empty: plain commits (a reset
+	// by an admin tool) go through, and deleting it deletes its offsets.
+	cl.Close()
+	if d, _ := adm.DescribeGroups(ctx, "billing"); d["billing"].State != "Empty" {
+		t.Fatalf("after the member left: %q", d["billing"].State)
+	}
+	committed, err = adm.CommitOffsets(ctx, "billing", kadm.OffsetsFromRecords(kgo.Record{Topic: "ledger", Partition: 0, Offset: 9}))
+	if err != nil || committed.Error() != nil {
+		t.Fatalf("a plain commit to an empty group: %v %v", err, committed.Error())
+	}
+	if off, _ := ts.db.Offsets().Committed(ctx, offsets.Key{Consumer: "billing", Topic: "ledger", Partition: 0}); off != 10 {
+		t.Fatalf("after the reset: %d, want 10", off)
+	}
+	deleted, err = adm.DeleteGroups(ctx, "billing", "audit")
+	if err != nil || deleted.Error() != nil {
+		t.Fatalf("DeleteGroups: %v %v", err, deleted.Error())
+	}
+	if left, _ := ts.db.Offsets().List(ctx, offsets.Filter{}); len(left) != 0 {
+		t.Fatalf("offsets left after deleting both groups: %+v", left)
+	}
+}
