@@ -314,16 +314,8 @@ func (h *harness) run(ctx context.Context, tmp string) (*results, error) {
 		r.loadDuring = summarize(<-sampled)
 	}()
 	for trial := range h.trials {
-		// Rotate the order of the systems, so that none always runs
-		// first on a quiet disk or last on a dirty one.
-		order := slices.Clone(systems)
-		k := trial % len(order)
-		order = append(order[k:], order[:k]...)
-		for _, s := range order {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			h.runSystem(ctx, r, s, trial, tmp)
+		if err := h.runTrial(ctx, r, trial, tmp); err != nil {
+			return nil, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -334,67 +326,105 @@ func (h *harness) run(ctx context.Context, tmp string) (*results, error) {
 	return r, nil
 }
 
-// runSystem starts s, runs each workload once on it, and stops it.
-func (h *harness) runSystem(ctx context.Context, r *results, s *system, trial int, tmp string) {
-	todo := []workload{}
-	for _, w := range h.workloads {
-		c := r.cell(s, w)
-		switch {
-		case s.unavailable != "":
-			c.skip = s.unavailable
-		case s.skip(w) != "":
-			c.skip = s.skip(w)
-		default:
-			todo = append(todo, w)
-		}
-	}
-	if len(todo) == 0 {
-		return
-	}
-	dir := filepath.Join(tmp, fmt.Sprintf("%s-t%d", strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "").Replace(s.name), trial))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		r.cell(s, todo[0]).errs = append(r.cell(s, todo[0]).errs, err.Error())
-		return
-	}
-	defer os.RemoveAll(dir)
-	fmt.Fprintf(h.stderr, "trial %d: %s: starting\n", trial+1, s.name)
-	t, err := s.start(ctx, dir)
-	if err != nil {
-		for _, w := range todo {
-			c := r.cell(s, w)
-			c.errs = append(c.errs, "could not start: "+err.Error())
-		}
-		fmt.Fprintf(h.stderr, "trial %d: %s: could not start: %v\n", trial+1, s.name, err)
-		return
-	}
+// started is a system started for a trial.
+type started struct {
+	s   *system
+	t   target
+	dir string
+}
+
+// runTrial starts every system, then runs each workload on all of them
+// back to back, so that the figures a ratio compares were taken minutes
+// apart at most, under the same load; then it stops them all. The order
+// of the systems rotates from trial to trial, so that none always runs
+// first on a quiet disk or last on a dirty one.
+func (h *harness) runTrial(ctx context.Context, r *results, trial int, tmp string) error {
+	order := slices.Clone(r.systems)
+	k := trial % len(order)
+	order = append(order[k:], order[:k]...)
+	var up []started
 	defer func() {
-		if err := t.close(); err != nil {
-			fmt.Fprintf(h.stderr, "trial %d: %s: close: %v\n", trial+1, s.name, err)
+		for _, st := range up {
+			if err := st.t.close(); err != nil {
+				fmt.Fprintf(h.stderr, "trial %d: %s: close: %v\n", trial+1, st.s.name, err)
+			}
+			os.RemoveAll(st.dir)
 		}
 	}()
-	for _, w := range todo {
-		if ctx.Err() != nil {
-			return
+	for _, s := range order {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		c := r.cell(s, w)
-		m, err := t.run(ctx, w, h.p.forWorkload(w))
-		if reason, ok := isNA(err); ok {
-			c.skip = reason
+		var todo []workload
+		for _, w := range h.workloads {
+			c := r.cell(s, w)
+			switch {
+			case s.unavailable != "":
+				c.skip = s.unavailable
+			case s.skip(w) != "":
+				c.skip = s.skip(w)
+			default:
+				todo = append(todo, w)
+			}
+		}
+		if len(todo) == 0 {
 			continue
+		}
+		dir := filepath.Join(tmp, fmt.Sprintf("%s-t%d", strings.NewReplacer(" ", "-", "/", "-", "(", "", ")", "", ",", "", ":", "").Replace(s.name), trial))
+		err := os.MkdirAll(dir, 0o755)
+		var t target
+		if err == nil {
+			fmt.Fprintf(h.stderr, "trial %d: %s: starting\n", trial+1, s.name)
+			t, err = s.start(ctx, dir)
 		}
 		if err != nil {
-			c.errs = append(c.errs, err.Error())
-			fmt.Fprintf(h.stderr, "trial %d: %s: %s: %v\n", trial+1, s.name, w.key(), err)
+			for _, w := range todo {
+				c := r.cell(s, w)
+				c.errs = append(c.errs, "could not start: "+err.Error())
+			}
+			fmt.Fprintf(h.stderr, "trial %d: %s: could not start: %v\n", trial+1, s.name, err)
+			os.RemoveAll(dir)
 			continue
 		}
-		c.trials = append(c.trials, m)
-		if w == wLatency {
-			fmt.Fprintf(h.stderr, "trial %d: %s: %s: p50 %v p99 %v p99.9 %v (%s records)\n", trial+1, s.name, w.key(),
-				percentile(m.lat, 0.5), percentile(m.lat, 0.99), percentile(m.lat, 0.999), commas(int64(len(m.lat))))
-		} else {
-			fmt.Fprintf(h.stderr, "trial %d: %s: %s: %s records/s (%s records in %v)\n", trial+1, s.name, w.key(),
-				commas(int64(m.rate())), commas(int64(m.records)), roundDuration(m.elapsed))
+		up = append(up, started{s, t, dir})
+	}
+	for _, w := range h.workloads {
+		for _, st := range up {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if st.s.skip(w) != "" {
+				continue
+			}
+			h.measure(ctx, r, st, w, trial)
 		}
+	}
+	return nil
+}
+
+// measure runs w once on a started system and files the outcome.
+func (h *harness) measure(ctx context.Context, r *results, st started, w workload, trial int) {
+	s := st.s
+	c := r.cell(s, w)
+	m, err := st.t.run(ctx, w, h.p.forWorkload(w))
+	if reason, ok := isNA(err); ok {
+		c.skip = reason
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.errs = append(c.errs, err.Error())
+			fmt.Fprintf(h.stderr, "trial %d: %s: %s: %v\n", trial+1, s.name, w.key(), err)
+		}
+		return
+	}
+	c.trials = append(c.trials, m)
+	if w == wLatency {
+		fmt.Fprintf(h.stderr, "trial %d: %s: %s: p50 %v p99 %v p99.9 %v (%s records)\n", trial+1, s.name, w.key(),
+			percentile(m.lat, 0.5), percentile(m.lat, 0.99), percentile(m.lat, 0.999), commas(int64(len(m.lat))))
+	} else {
+		fmt.Fprintf(h.stderr, "trial %d: %s: %s: %s records/s (%s records in %v)\n", trial+1, s.name, w.key(),
+			commas(int64(m.rate())), commas(int64(m.records)), roundDuration(m.elapsed))
 	}
 }
 

@@ -53,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runPeers(ctx, args[1:], stdout, stderr)
 	case "wal":
 		return runWAL(ctx, args[1:], stdout, stderr)
+	case kfakeCommand:
+		return runKfake(args[1:])
 	case fillCommand:
 		return runFill(args[1:])
 	case openCommand:

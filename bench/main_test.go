@@ -11,7 +11,7 @@ import (
 // TestMain lets the test binary stand in for the bench binary when the
 // open-after-kill workload starts it as a child process.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == fillCommand || os.Args[1] == openCommand) {
+	if len(os.Args) > 1 && (os.Args[1] == fillCommand || os.Args[1] == openCommand || os.Args[1] == kfakeCommand) {
 		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

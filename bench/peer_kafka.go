@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,8 +83,9 @@ func buildPassbook(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// kfakeSystem is franz-go's fake Kafka cluster, in this process: in
-// memory, or (durable) writing to a directory with an fsync per batch.
+// kfakeSystem is franz-go's fake Kafka cluster, in a process of its own
+// (this program's _kfake command, so that its heap is not the harness's):
+// in memory, or (durable) writing to a directory with an fsync per batch.
 func kfakeSystem(durable bool) *system {
 	if durable {
 		return &system{
@@ -92,13 +96,7 @@ func kfakeSystem(durable bool) *system {
 			},
 			skip:    onlyFor(wDurable, "kfake's fsync configuration runs only the fsync workload; see the in-memory row"),
 			variant: true,
-			start: func(ctx context.Context, dir string) (target, error) {
-				c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(filepath.Join(dir, "kfake")), kfake.SyncWrites())
-				if err != nil {
-					return nil, err
-				}
-				return &kafkaTarget{addr: c.ListenAddrs()[0], stopServer: func() error { c.Close(); return nil }, filled: map[string]int{}}, nil
-			},
+			start:   func(ctx context.Context, dir string) (target, error) { return startKfake(ctx, dir, true) },
 		}
 	}
 	return &system{
@@ -111,7 +109,7 @@ func kfakeSystem(durable bool) *system {
 			case wCommit:
 				return "OffsetCommit per record (kept in memory)"
 			case wLatency:
-				return "acks=1 in memory; franz-go consumer long-polling Fetch"
+				return "acks=1, in memory; franz-go consumer long-polling Fetch"
 			}
 			return "acks=1, in memory only (lost with the process)"
 		},
@@ -121,14 +119,65 @@ func kfakeSystem(durable bool) *system {
 			}
 			return ""
 		},
-		start: func(ctx context.Context, dir string) (target, error) {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1))
-			if err != nil {
-				return nil, err
-			}
-			return &kafkaTarget{addr: c.ListenAddrs()[0], stopServer: func() error { c.Close(); return nil }, filled: map[string]int{}}, nil
-		},
+		start: func(ctx context.Context, dir string) (target, error) { return startKfake(ctx, dir, false) },
 	}
+}
+
+// kfakeCommand is the child process that serves a kfake cluster.
+const kfakeCommand = "_kfake"
+
+func startKfake(ctx context.Context, dir string, durable bool) (target, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addrFile := filepath.Join(dir, "addr")
+	p, err := startProc("kfake", filepath.Join(dir, "kfake.log"), nil, exe, kfakeCommand, "-addr-file", addrFile,
+		"-data", filepath.Join(dir, "kfake"), fmt.Sprintf("-durable=%t", durable))
+	if err != nil {
+		return nil, err
+	}
+	var addr string
+	err = p.waitReady(ctx, 30*time.Second, func(ctx context.Context) error {
+		b, err := os.ReadFile(addrFile)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return errors.New("no address yet")
+		}
+		addr = strings.TrimSpace(string(b))
+		return dialable(addr)(ctx)
+	})
+	if err != nil {
+		p.stop(5 * time.Second)
+		return nil, err
+	}
+	return &kafkaTarget{addr: addr, stopServer: func() error { p.stop(10 * time.Second); return nil }, filled: map[string]int{}}, nil
+}
+
+// runKfake is the _kfake child: serve a cluster until SIGTERM.
+func runKfake(args []string) error {
+	fs := flag.NewFlagSet(kfakeCommand, flag.ContinueOnError)
+	addrFile := fs.String("addr-file", "", "write the listen address here")
+	data := fs.String("data", "", "data directory (with -durable)")
+	durable := fs.Bool("durable", false, "DataDir and SyncWrites")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	if *durable {
+		opts = append(opts, kfake.DataDir(*data), kfake.SyncWrites())
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := os.WriteFile(*addrFile, []byte(c.ListenAddrs()[0]+"\n"), 0o644); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	return nil
 }
 
 // kafkaTarget drives a Kafka-protocol broker with franz-go.

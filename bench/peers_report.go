@@ -143,7 +143,7 @@ func (r *results) markdown() string {
 	fmt.Fprintf(&b, "- load average (1, 5, 15 min) before: %s; after: %s; the 1-minute figure sampled every 5 s during the run: median %.2f, min–max %.2f–%.2f (%d cores, shared with other engineers' test and fuzz runs)\n",
 		r.loadAvg[0], r.loadAvg[1], r.loadDuring.median, r.loadDuring.min, r.loadDuring.max, runtime.NumCPU())
 	fmt.Fprintf(&b, "- a measurement stops after %s records or %v, whichever comes first; its rate is the records done over the time taken\n", commas(int64(p.n)), p.maxTime)
-	fmt.Fprintf(&b, "- every server runs on 127.0.0.1, started and stopped (by its PID) by the harness; clients run in the harness process\n\n")
+	fmt.Fprintf(&b, "- every server runs on 127.0.0.1 in its own process, started and stopped (by its PID) by the harness; clients run in the harness process\n\n")
 	fmt.Fprintf(&b, "| system | version | how it ran |\n|---|---|---|\n")
 	for _, s := range r.systems {
 		how := "ran"
@@ -173,7 +173,7 @@ func (r *results) markdown() string {
 func method(p params) string {
 	return fmt.Sprintf(`### How the workloads run
 
-- Values are incompressible bytes (%d B; 1 KiB in 7), cycled from a pool of 4,096. Each system runs in a fresh data directory; servers are started afresh for every trial, on 127.0.0.1, and stopped by the PID the harness started (SIGTERM to its process group, then SIGKILL). Clients run in the harness process, as does kfake; passbook's Kafka side is a separate `+"`passbook serve`"+` process, built from this repository.
+- Values are incompressible bytes (%d B; 1 KiB in 7), cycled from a pool of 4,096. Each system runs in a fresh data directory; servers are started afresh for every trial, on 127.0.0.1, and stopped by the PID the harness started (SIGTERM to its process group, then SIGKILL). All servers of a trial are started first; then each workload runs on every system back to back, so that the figures a ratio compares were taken close together, under the same load. Clients run in the harness process; kfake runs in a process of its own (this program's `+"`_kfake`"+` command); passbook's Kafka side is a separate `+"`passbook serve`"+` process, built from this repository.
 - **1. one record at a time**: every append waits for its acknowledgement before the next: one Append call for the embedded logs, one round trip for the servers (franz-go ProduceSync, NATS Publish, Redis XADD, RabbitMQ BatchSend of one message and its confirm).
 - **2, 3 and 7. batches**: windows of %s records: send them, then wait for every acknowledgement (passbook AppendTo of %[2]s records; franz-go Produce ×%[2]s with no linger; NATS PublishAsync ×%[2]s; one Redis pipeline of %[2]s XADDs; one RabbitMQ BatchSend; one tidwall/wal WriteBatch). 3 is the same with each system in its configuration that fsyncs before it acknowledges.
 - **4. replay**: the records are written first (not timed), then read from offset 0 (timed).
