@@ -61,6 +61,7 @@ func FuzzRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Cleanup(func() { srv.Close() }) // stops the groups' timers
 	c := &conn{s: srv, host: "127.0.0.1", port: 9092, remote: "fuzz"}
 	f.Fuzz(func(t *testing.T, idx, version uint8, body []byte) {
 		req, h, corr, err := decodeRequest(fuzzFrame(idx, version, body))
@@ -174,6 +175,46 @@ func sampleRequest(t *testing.T, key kmsg.Key) kmsg.Request {
 	case kmsg.DeleteTopics:
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.TopicNames = []string{"fuzz-missing"}
+		return req
+	case kmsg.OffsetCommit:
+		return commitRequest("fuzz-group", tm{"", -1}, "fuzz", map[int32]int64{0: 1, 1: 2})
+	case kmsg.OffsetFetch:
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = "fuzz-group"
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "fuzz", Partitions: []int32{0, 1}}}
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "fuzz-group", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "fuzz", Partitions: []int32{0}}}}}
+		return req
+	case kmsg.FindCoordinator:
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey, req.CoordinatorKeys = "fuzz-group", []string{"fuzz-group"}
+		return req
+	case kmsg.JoinGroup:
+		return joinRequest(0, "fuzz-group", "", 10*time.Second, "range", "roundrobin")
+	case kmsg.SyncGroup:
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.MemberID, req.Generation = "fuzz-group", "m", 1
+		req.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte("a")}}
+		return req
+	case kmsg.Heartbeat:
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation = "fuzz-group", "m", 1
+		return req
+	case kmsg.LeaveGroup:
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group, req.MemberID = "fuzz-group", "m"
+		req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
+		return req
+	case kmsg.DescribeGroups:
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{"fuzz-group", "other"}
+		return req
+	case kmsg.DeleteGroups:
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"fuzz-gone"}
+		return req
+	case kmsg.InitProducerID:
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.ProducerID, req.ProducerEpoch = -1, -1
 		return req
 	case kmsg.DescribeConfigs:
 		req := kmsg.NewPtrDescribeConfigsRequest()
