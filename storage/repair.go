@@ -284,7 +284,8 @@ func (rp *repairPlan) cut(ps *partitionScan, rep *RepairReport) ([]*segScan, err
 	case len(s.damage) == 0:
 		// Intact, but followed by a gap: it goes, whole.
 		newStart = ps.segs[k+1].base
-	case s.next >= 0:
+	case s.next >= 0 && (k == len(ps.segs)-1 || s.next == ps.segs[k+1].base):
+		// Its valid tail runs to where the next segment starts.
 		salvage, newStart = true, s.runBase
 	case k+1 < len(ps.segs):
 		newStart = ps.segs[k+1].base

@@ -108,12 +108,13 @@ type segScanner struct {
 	expect  int64  // base offset the next batch must have
 	gaps    bool   // records may skip offsets inside a batch (a cleaned segment)
 	jump    bool   // after damage: the next batch may start past expect
+	limit   int64  // batches end by this offset (the next segment's base); −1: no limit
 	scratch []byte // validAt's buffer
 	cur     batch.Cursor
 }
 
 func (sc *segScanner) reset(f vfs.File, size, base int64) {
-	sc.f, sc.size, sc.expect, sc.jump = f, size, base, false
+	sc.f, sc.size, sc.expect, sc.jump, sc.limit = f, size, base, false, -1
 	sc.br.reset(f, 0, size)
 }
 
@@ -164,6 +165,9 @@ func (sc *segScanner) check(b []byte, h batch.Header) error {
 		return fmt.Errorf("%w: batch has no records", ErrCorrupt)
 	case h.LastOffsetDelta != h.RecordCount-1 && !sc.gaps, h.RecordCount > h.LastOffsetDelta+1:
 		return fmt.Errorf("%w: batch has %d records and last offset delta %d", ErrCorrupt, h.RecordCount, h.LastOffsetDelta)
+	}
+	if sc.limit >= 0 && h.NextOffset() > sc.limit {
+		return fmt.Errorf("%w: batch runs to offset %d, past the next segment's base %d", ErrCorrupt, h.LastOffset(), sc.limit)
 	}
 	if err := sc.cur.Reset(b); err != nil {
 		return err
@@ -226,11 +230,13 @@ func (sc *segScanner) resync(pos int64, h batch.Header, headerOK bool) (int64, e
 
 // plausible reports whether the header at the start of b, at byte pos,
 // could begin a batch that resumes the segment: it parses, fits in the
-// file, and its offsets follow the expected one within a segment's reach.
+// file, and its offsets follow the expected one within a segment's reach
+// and end by the next segment's base.
 func (sc *segScanner) plausible(b []byte, pos int64) bool {
 	h, err := batch.ParseHeader(b)
 	return err == nil && int64(h.Size()) <= sc.size-pos && h.BaseOffset >= sc.expect &&
-		h.BaseOffset-sc.expect < 1<<31 && h.RecordCount <= h.LastOffsetDelta+1
+		h.BaseOffset-sc.expect < 1<<31 && h.RecordCount <= h.LastOffsetDelta+1 &&
+		(sc.limit < 0 || h.NextOffset() <= sc.limit)
 }
 
 // validAt reports whether a whole batch that checks starts at pos, with

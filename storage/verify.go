@@ -246,7 +246,11 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 	var prevNext int64 = -1
 	for i, base := range bases {
 		active := i == len(bases)-1
-		s, probs, err := scanOneSegment(fsys, dir, base, active, ps, progress)
+		limit := int64(-1)
+		if !active {
+			limit = bases[i+1]
+		}
+		s, probs, err := scanOneSegment(fsys, dir, base, limit, ps, progress)
 		if err != nil {
 			problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, segmentName(base, ".log")), Pos: -1, Detail: err.Error()})
 			prevNext = -1
@@ -300,7 +304,10 @@ func fixTo(ps []Problem, file string, pos, to int64) {
 }
 
 // scanOneSegment checks one segment and its index files.
-func scanOneSegment(fsys vfs.FS, dir string, base int64, active bool, ps *partitionScan, progress func(int64)) (*segScan, []Problem, error) {
+// limit is the next segment's base (−1 for the active segment): its
+// batches must end by it.
+func scanOneSegment(fsys vfs.FS, dir string, base, limit int64, ps *partitionScan, progress func(int64)) (*segScan, []Problem, error) {
+	active := limit < 0
 	s := &segScan{base: base, path: filepath.Join(dir, segmentName(base, ".log")), active: active, runBase: base}
 	suffix := ""
 	if ps.gaps.swapPending() && base == ps.gaps.swapBase {
@@ -333,6 +340,7 @@ func scanOneSegment(fsys vfs.FS, dir string, base int64, active bool, ps *partit
 	var sc segScanner
 	sc.reset(f, s.size, base)
 	sc.gaps = ps.gaps.inside(base, active)
+	sc.limit = limit
 	s.next = base
 	reported := int64(0)
 	for {

@@ -104,6 +104,10 @@ func (s *lineSink) Processed(name string, p int32, off int64, value string) bool
 	return true
 }
 
+// Committed is not reported by the embedded workload: its consumers
+// commit inside package consumer.
+func (s *lineSink) Committed(name string, p int32, next int64) {}
+
 // child is a running child process.
 type child struct {
 	cmd  *exec.Cmd

@@ -22,6 +22,7 @@ type sink interface {
 	Acked(part int32, off int64, durable bool, values ...string)
 	Started(name string, d delivery, start map[int32]int64)
 	Processed(name string, p int32, off int64, value string) bool
+	Committed(name string, p int32, next int64)
 }
 
 // The consumers of every workload, one per delivery mode.

@@ -136,7 +136,15 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 		}
 		if len(recs) > 0 {
 			if err := cl.CommitRecords(ctx, recs...); err != nil {
-				return // the server is gone; the records are processed, not committed
+				time.Sleep(10 * time.Millisecond)
+				continue // processed, not committed: a restart may process them again
+			}
+			next := map[int32]int64{}
+			for _, r := range recs {
+				next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			}
+			for p, off := range next {
+				w.sink.Committed(groupName, p, off)
 			}
 		}
 	}

@@ -55,10 +55,16 @@ type delivery struct {
 // consumerRun is one instance of a named consumer, from its start (or
 // restart) to its end.
 type consumerRun struct {
-	beforeFault bool            // it ran before the fault
-	start       map[int32]int64 // position per partition when it started
-	processed   map[int32][]pos // offsets handled, in order, per partition
-	values      map[pos]string
+	beforeFault bool // it ran before the fault
+	// next is the offset after the last one processed, per partition; a
+	// record before it is a rewind (a group rebalance, a reset), judged
+	// when it happens against the last successful commit.
+	next                 map[int32]int64
+	rewinds              map[pos]bool
+	rewindBeyond, within int64
+	start                map[int32]int64 // position per partition when it started
+	processed            map[int32][]pos // offsets handled, in order, per partition
+	values               map[pos]string
 }
 
 // ledger records everything the workload did, from the outside: what it
@@ -75,7 +81,24 @@ type ledger struct {
 	// partition) are gone; records processed there before it were read
 	// before they were durable.
 	lostFrom map[int32]int64
-	resumed  int // runs started before the resume
+	// commits holds the last successful commit per consumer and
+	// partition, for consumers that report them (the Kafka group).
+	commits     map[string]map[int32]int64
+	rewindNotes []string
+}
+
+// Committed records a commit that succeeded: the consumer's next offset
+// on partition p.
+func (lg *ledger) Committed(name string, p int32, next int64) {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	if lg.commits == nil {
+		lg.commits = map[string]map[int32]int64{}
+	}
+	if lg.commits[name] == nil {
+		lg.commits[name] = map[int32]int64{}
+	}
+	lg.commits[name][p] = next
 }
 
 func newLedger() *ledger {
@@ -150,7 +173,8 @@ func (lg *ledger) Started(name string, d delivery, start map[int32]int64) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
 	lg.consumers[name] = &d
-	lg.runs[name] = append(lg.runs[name], &consumerRun{start: start, processed: map[int32][]pos{}, values: map[pos]string{}})
+	lg.runs[name] = append(lg.runs[name], &consumerRun{start: start, processed: map[int32][]pos{}, values: map[pos]string{},
+		next: map[int32]int64{}, rewinds: map[pos]bool{}})
 }
 
 // Processed records that the consumer's current instance handled a
@@ -164,6 +188,18 @@ func (lg *ledger) Processed(name string, p int32, off int64, value string) bool 
 		return false
 	}
 	r := runs[len(runs)-1]
+	if next, ok := r.next[p]; ok && off < next {
+		// Going back inside a run is at-least-once only down to the
+		// last commit that succeeded.
+		r.rewinds[pos{p, off}] = true
+		if c, ok := lg.commits[name][p]; ok && off < c {
+			r.rewindBeyond += c - off
+			lg.rewindNotes = append(lg.rewindNotes, fmt.Sprintf("%s partition %d: went back to %d after processing up to %d; %d was committed", name, p, off, next-1, c))
+		} else {
+			r.within += next - off
+		}
+	}
+	r.next[p] = off + 1
 	r.processed[p] = append(r.processed[p], pos{p, off})
 	r.values[pos{p, off}] = value
 	return true
@@ -315,6 +351,8 @@ func (lg *ledger) checkConsumers(stored map[pos]string, head []int64, committed 
 		d := lg.consumers[name]
 		maxDone := map[int32]int64{} // highest offset processed by earlier runs
 		for i, r := range runs {
+			t.dupBeyond += r.rewindBeyond
+			t.dupWithin += r.within
 			for p, offs := range r.processed {
 				start, ok := r.start[p]
 				if i > 0 && ok {
@@ -322,7 +360,17 @@ func (lg *ledger) checkConsumers(stored map[pos]string, head []int64, committed 
 						if lost, ok := lg.lostFrom[p]; ok && !r.beforeFault {
 							prev = min(prev, lost-1) // what a power loss took is not there to read again
 						}
-						if again := prev + 1 - start; again > d.dupWindow {
+						if c, ok := lg.commits[name][p]; ok {
+							if lost, ok := lg.lostFrom[p]; ok && !r.beforeFault {
+								c = min(c, lost) // repair reset commits past what survived
+							}
+							if start < c {
+								t.dupBeyond += c - start
+								t.notef("%s partition %d: restarted at %d, below its last commit %d", name, p, start, c)
+							} else if again := prev + 1 - start; again > 0 {
+								t.dupWithin += again
+							}
+						} else if again := prev + 1 - start; again > d.dupWindow {
 							t.dupBeyond += again - d.dupWindow
 							t.notef("%s partition %d: restarted at %d after processing up to %d (window %d)", name, p, start, prev, d.dupWindow)
 						} else if again > 0 {
@@ -337,7 +385,7 @@ func (lg *ledger) checkConsumers(stored map[pos]string, head []int64, committed 
 				want := start
 				for _, at := range offs {
 					t.processed++
-					if ok && at.off != want {
+					if ok && at.off != want && !r.rewinds[at] {
 						t.notDense++
 						t.notef("%s partition %d: processed %d, expected %d", name, p, at.off, want)
 					}
@@ -357,6 +405,10 @@ func (lg *ledger) checkConsumers(stored map[pos]string, head []int64, committed 
 				}
 			}
 		}
+		for _, n := range lg.rewindNotes {
+			t.notef("%s", n)
+		}
+		lg.rewindNotes = nil
 		for p, c := range committed[name] {
 			if c < 0 {
 				continue
