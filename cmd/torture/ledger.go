@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -62,9 +63,11 @@ type consumerRun struct {
 	next                 map[int32]int64
 	rewinds              map[pos]bool
 	rewindBeyond, within int64
-	start                map[int32]int64 // position per partition when it started
-	processed            map[int32][]pos // offsets handled, in order, per partition
-	values               map[pos]string
+	// commitsBefore are the last successful commits when it started.
+	commitsBefore map[int32]int64
+	start         map[int32]int64 // position per partition when it started
+	processed     map[int32][]pos // offsets handled, in order, per partition
+	values        map[pos]string
 }
 
 // ledger records everything the workload did, from the outside: what it
@@ -174,7 +177,7 @@ func (lg *ledger) Started(name string, d delivery, start map[int32]int64) {
 	defer lg.mu.Unlock()
 	lg.consumers[name] = &d
 	lg.runs[name] = append(lg.runs[name], &consumerRun{start: start, processed: map[int32][]pos{}, values: map[pos]string{},
-		next: map[int32]int64{}, rewinds: map[pos]bool{}})
+		next: map[int32]int64{}, rewinds: map[pos]bool{}, commitsBefore: maps.Clone(lg.commits[name])})
 }
 
 // Processed records that the consumer's current instance handled a
@@ -360,7 +363,7 @@ func (lg *ledger) checkConsumers(stored map[pos]string, head []int64, committed 
 						if lost, ok := lg.lostFrom[p]; ok && !r.beforeFault {
 							prev = min(prev, lost-1) // what a power loss took is not there to read again
 						}
-						if c, ok := lg.commits[name][p]; ok {
+						if c, ok := r.commitsBefore[p]; ok {
 							if lost, ok := lg.lostFrom[p]; ok && !r.beforeFault {
 								c = min(c, lost) // repair reset commits past what survived
 							}
