@@ -3,9 +3,11 @@
 # (even on failure), and count checks.
 #
 #   . "$(dirname "$0")/lib.bash"
+#   build_passbook          # builds $work/passbook (start_server does it too)
 #   start_server            # sets $addr; $work is a temporary directory
 #   check "name" command…   # runs the command; counts pass or fail
-#   finish kcat             # stops the server, prints "kcat: N passed, M failed", exits
+#   finish kcat             # stops the server, runs after_stop if the script
+#                           # defines it, prints "kcat: N passed, M failed", exits
 
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -23,8 +25,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_server() {
+build_passbook() {
+	[ -x "$work/passbook" ] && return
 	(cd "$root" && go build -o "$work/passbook" ./cmd/passbook) || { echo "build failed"; exit 1; }
+}
+
+start_server() {
+	build_passbook
 	"$work/passbook" serve -v --data "$work/data" --kafka 127.0.0.1:0 "$@" 2>"$work/serve.log" &
 	server_pid=$!
 	addr=
@@ -70,6 +77,9 @@ negotiated() {
 finish() {
 	echo "versions used: $(negotiated)"
 	check "graceful shutdown on SIGTERM" stop_server
+	if declare -F after_stop >/dev/null; then
+		after_stop
+	fi
 	if [ "$failed" -gt 0 ]; then
 		echo "--- server log (last 30 lines)"
 		tail -n 30 "$work/serve.log"
