@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# kafkajs against `passbook serve`: produce and consume 1,000 records and
-# the admin calls. Needs node and npm (installs kafkajs from the lockfile).
+# kafkajs against `passbook serve`: produce 1,000 records, consume them with
+# consumer groups, and the admin calls. Needs node and npm (installs kafkajs from the lockfile).
 dir=$(cd "$(dirname "$0")" && pwd)
 . "$dir/../lib.bash"
 command -v node >/dev/null || { echo "node is not installed"; exit 1; }

@@ -1,10 +1,7 @@
 // kafkajs against `passbook serve`: produce 1,000 records and consume
-// them back, plus the admin calls passbook serves. Usage: node test.js HOST:PORT
-//
-// kafkajs's consumer works only in a consumer group, and passbook does
-// not serve the group APIs yet, so the records are read back with the
-// Fetch request of kafkajs's own broker connection — the code its
-// consumer uses to fetch and decode batches.
+// them back with consumer groups, two members sharing a topic, offsets
+// set and read by the admin client, plus the admin calls passbook serves.
+// Usage: node test.js HOST:PORT
 'use strict'
 const { Kafka, logLevel, CompressionTypes } = require('kafkajs')
 
@@ -31,40 +28,19 @@ function assert(cond, msg) {
 const N = 1000
 const value = i => `record-${String(i).padStart(7, '0')}-payload`
 
-// A broker connection from kafkajs's own cluster, for raw Fetch.
-async function leaderFor(topic) {
-  const create = Object.getOwnPropertySymbols(kafka).find(s => s.description === 'private:Kafka:createCluster')
-  const cluster = kafka[create]({ allowAutoTopicCreation: false })
-  await cluster.connect()
-  await cluster.addTargetTopic(topic)
-  const leaders = await cluster.findLeaderForPartitions(topic, [0])
-  const broker = await cluster.findBroker({ nodeId: Object.keys(leaders)[0] })
-  return { broker, cluster }
-}
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
-// fetchAll reads partition 0 of topic from offset `from` until `want` records.
-async function fetchAll(topic, from, want) {
-  const { broker, cluster } = await leaderFor(topic)
+// consumeGroup runs one member of groupId on topic until `want` messages
+// arrived (or `ms` passed), disconnects it (which commits), and returns
+// them in arrival order.
+async function consumeGroup(groupId, topic, want, ms = 30000) {
+  const consumer = kafka.consumer({ groupId, heartbeatInterval: 300, maxWaitTimeInMs: 500 })
+  await consumer.connect()
+  await consumer.subscribe({ topics: [topic], fromBeginning: true })
   const got = []
-  let offset = from
-  try {
-    while (got.length < want) {
-      const resp = await broker.fetch({
-        maxWaitTime: 1000,
-        topics: [{ topic, partitions: [{ partition: 0, fetchOffset: String(offset), maxBytes: 64 * 1024 }] }],
-      })
-      const p = resp.responses[0].partitions[0]
-      assert(p.errorCode === 0, `fetch error ${p.errorCode}`)
-      for (const m of p.messages) {
-        if (BigInt(m.offset) < BigInt(offset)) continue // a batch may start before the offset asked for
-        got.push(m)
-      }
-      if (p.messages.length === 0) break
-      offset = Number(got[got.length - 1].offset) + 1
-    }
-  } finally {
-    await cluster.disconnect()
-  }
+  await consumer.run({ eachMessage: async ({ partition, message }) => { got.push({ partition, ...message }) } })
+  for (let waited = 0; waited < ms && got.length < want; waited += 100) await sleep(100)
+  await consumer.disconnect()
   return got
 }
 
@@ -94,17 +70,66 @@ async function main() {
       assert(Number(res[0].baseOffset) === b * 100, `batch ${b} at offset ${res[0].baseOffset}`)
     }
   })
-  await check('consume the 1,000 records from offset 0: every offset, key and value', async () => {
-    checkRecords(await fetchAll('kafkajs', 0, N), 0, N)
+  await check('consumer group: the 1,000 records from the beginning, every offset, key and value', async () => {
+    checkRecords(await consumeGroup('kafkajs-all', 'kafkajs', N), 0, N)
   })
-  await check('consume from offset 617', async () => {
-    checkRecords(await fetchAll('kafkajs', 617, N - 617), 617, N - 617)
+  await check('consumer group: resumes after its commits (a second run gets nothing old)', async () => {
+    const got = await consumeGroup('kafkajs-all', 'kafkajs', 1, 3000)
+    assert(got.length === 0, `a second run got ${got.length} records again`)
+    const offs = await admin.fetchOffsets({ groupId: 'kafkajs-all', topics: ['kafkajs'] })
+    assert(offs[0].partitions[0].offset === String(N), JSON.stringify(offs))
+  })
+  await check('admin: setOffsets to 617, then the group consumes from there', async () => {
+    await admin.setOffsets({ groupId: 'kafkajs-617', topic: 'kafkajs', partitions: [{ partition: 0, offset: '617' }] })
+    checkRecords(await consumeGroup('kafkajs-617', 'kafkajs', N - 617), 617, N - 617)
   })
   await check('gzip-compressed batch round trip', async () => {
     const messages = []
     for (let i = 0; i < 100; i++) messages.push({ key: `key-${i}`, value: value(i) })
     await producer.send({ topic: 'kafkajs-gzip', acks: -1, compression: CompressionTypes.GZIP, messages })
-    checkRecords(await fetchAll('kafkajs-gzip', 0, 100), 0, 100)
+    checkRecords(await consumeGroup('kafkajs-gzip', 'kafkajs-gzip', 100), 0, 100)
+  })
+  await check('two members of one group split 4 partitions and consume 1,000 records once; offsets committed', async () => {
+    await admin.createTopics({ topics: [{ topic: 'kafkajs-shared', numPartitions: 4 }] })
+    const members = [0, 1].map(() => kafka.consumer({ groupId: 'kafkajs-shared', heartbeatInterval: 300, maxWaitTimeInMs: 500 }))
+    const got = [[], []]
+    const assigned = [new Set(), new Set()]
+    for (const [i, m] of members.entries()) {
+      await m.connect()
+      await m.subscribe({ topics: ['kafkajs-shared'], fromBeginning: true })
+      await m.run({ eachMessage: async ({ partition, message }) => { got[i].push({ partition, ...message }); assigned[i].add(partition) } })
+    }
+    // Both members in a stable group before the records arrive.
+    for (let i = 0; i < 300; i++) {
+      const { groups } = await admin.describeGroups(['kafkajs-shared'])
+      if (groups[0].state === 'Stable' && groups[0].members.length === 2) break
+      await sleep(100)
+    }
+    const messages = []
+    for (let i = 0; i < N; i++) messages.push({ key: `key-${i}`, value: value(i) })
+    await producer.send({ topic: 'kafkajs-shared', acks: -1, messages })
+    for (let i = 0; i < 300 && got[0].length + got[1].length < N; i++) await sleep(100)
+    const { groups } = await admin.describeGroups(['kafkajs-shared'])
+    for (const m of members) await m.disconnect()
+    const all = got[0].concat(got[1]).map(m => m.value.toString())
+    assert(all.length === N && new Set(all).size === N, `${all.length} messages, ${new Set(all).size} distinct`)
+    assert(got[0].length > 0 && got[1].length > 0, `one member got nothing: ${got[0].length}, ${got[1].length}`)
+    for (const p of assigned[0]) assert(!assigned[1].has(p), `partition ${p} consumed by both members`)
+    assert(groups[0].members.length === 2 && groups[0].protocol !== '', JSON.stringify(groups[0]))
+    const offs = await admin.fetchOffsets({ groupId: 'kafkajs-shared', topics: ['kafkajs-shared'] })
+    const committed = offs[0].partitions.reduce((sum, p) => sum + Number(p.offset), 0)
+    assert(committed === N, `committed offsets add up to ${committed}, want ${N}`)
+    console.log(`     member 1: partitions ${[...assigned[0]].sort()} (${got[0].length} records), member 2: ${[...assigned[1]].sort()} (${got[1].length})`)
+  })
+  await check('admin: listGroups, describeGroups, deleteGroups', async () => {
+    const { groups } = await admin.listGroups()
+    const ids = groups.map(g => g.groupId)
+    for (const id of ['kafkajs-all', 'kafkajs-617', 'kafkajs-shared']) assert(ids.includes(id), `${id} not listed: ${ids}`)
+    const described = await admin.describeGroups(['kafkajs-all'])
+    assert(described.groups[0].state === 'Empty', JSON.stringify(described.groups[0]))
+    await admin.deleteGroups(['kafkajs-all'])
+    const offs = await admin.fetchOffsets({ groupId: 'kafkajs-all', topics: ['kafkajs'] })
+    assert(offs[0].partitions[0].offset === '-1', `offsets left after deleteGroups: ${JSON.stringify(offs)}`)
   })
   await check('admin: list offsets (earliest, latest)', async () => {
     const offs = await admin.fetchTopicOffsets('kafkajs')
