@@ -311,11 +311,17 @@ func (g *group) selectProtocolLocked() string {
 			}
 		}
 	}
+	leader := g.members[g.leader]
 	best := ""
-	for _, p := range g.members[g.leader].protocols {
+	for _, p := range leader.protocols {
 		if supported(p.Name) && (best == "" || votes[p.Name] > votes[best]) {
 			best = p.Name
 		}
+	}
+	if best == "" {
+		// Cannot happen: a member joins only with a protocol every
+		// other member supports.
+		best = leader.protocols[0].Name
 	}
 	return best
 }

@@ -3,9 +3,11 @@ package kafka
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -156,4 +158,96 @@ func TestGroup_SharesTheOffsetStore(t *testing.T) {
 	if left, _ := ts.db.Offsets().List(ctx, offsets.Filter{}); len(left) != 0 {
 		t.Fatalf("offsets left after deleting both groups: %+v", left)
 	}
+}
+
+// The server keeps groups in memory: after a restart a member's
+// heartbeat gets UNKNOWN_MEMBER_ID, it joins again, and it resumes from
+// the offsets committed before the restart — nothing is read twice.
+func TestGroup_MembersRejoinAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	start := func(addr string) (*Server, *passbook.DB, string) {
+		db, err := passbook.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := NewServer(db, &Options{GroupMinSessionTimeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ln net.Listener
+		for range 100 { // the old listener's port may take a moment to free
+			if ln, err = net.Listen("tcp", addr); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(context.Background(), ln)
+		return srv, db, ln.Addr().String()
+	}
+	stop := func(srv *Server, db *passbook.DB) {
+		srv.Close()
+		db.Close()
+	}
+	srv, db, addr := start("127.0.0.1:0")
+	topic, err := db.CreateTopic("restart", passbook.TopicConfig{Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, topic, 0, 50)
+	fill(t, topic, 1, 50)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("survivor"), kgo.ConsumeTopics("restart"),
+		kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(100*time.Millisecond), quickRetries, quickMetadata,
+		kgo.AutoCommitInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seen, total := map[string]int{}, 0
+	poll := func(want int) {
+		for total < want {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("consumed %d of %d", total, want)
+			}
+			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; total++ })
+		}
+	}
+	poll(100)
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop(srv, db)
+
+	srv, db, _ = start(addr)
+	defer stop(srv, db)
+	restarted := time.Now()
+	topic, _ = db.Topic("restart")
+	fill(t, topic, 0, 50) // values repeat "0-0"…: new offsets 50–99
+	fill(t, topic, 1, 50)
+	poll(200) // the same values again, from offsets 50–99
+	for v, k := range seen {
+		if k != 2 {
+			t.Fatalf("%s seen %d times, want 2 (once before the restart, once after)", v, k)
+		}
+	}
+	consumed := time.Since(restarted)
+	adm := kadm.NewClient(cl)
+	for {
+		d, err := adm.DescribeGroups(ctx, "survivor")
+		if err == nil && d["survivor"].State == "Stable" && len(d["survivor"].Members) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the member did not rejoin: %+v %v", d["survivor"], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("after the restart: the new records consumed in %v, the member back in the group in %v",
+		consumed.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 }
