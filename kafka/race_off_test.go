@@ -1,5 +1,0 @@
-//go:build !race
-
-package kafka
-
-const raceEnabled = false
