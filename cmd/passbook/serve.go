@@ -34,6 +34,15 @@ all interfaces, set --advertise to the address clients should use.
 
 Produce with acks=all returns once the records are fsync'd; acks=1 once they
 are written to the operating system (they survive the server being killed).
+Idempotent producers (franz-go's default) are deduplicated: a retried batch
+is not written twice, also across a restart.
+
+Consumer groups work as with Kafka (the classic protocol: the group's leader
+assigns the partitions). A group's committed offsets are kept in the same
+offset store as embedded consumers': the dashboard and /api/consumers (with
+--http) show them while it runs, 'passbook lag' and 'passbook offsets' once it
+is stopped. Group membership is kept in memory: on a restart, members join
+again and resume from their committed offsets.
 
 On SIGTERM or SIGINT it stops accepting connections, answers the requests it
 has already read, then closes the data directory (fsync and clean-shutdown
@@ -77,6 +86,8 @@ checkpoint).`,
 	f.IntVar(&ko.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of topics created with the default count")
 	f.IntVar(&ko.MaxRequestBytes, "max-request-bytes", 100<<20, "largest request accepted; a larger one closes its connection")
 	f.IntVar(&ko.MaxConnections, "max-connections", 10_000, "most client connections open at once")
+	f.DurationVar(&ko.GroupMinSessionTimeout, "group-min-session-timeout", time.Second, "shortest session timeout a consumer group member may ask for")
+	f.DurationVar(&ko.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "longest session timeout a consumer group member may ask for")
 	f.DurationVar(&grace, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress")
 	return cmd
 }
