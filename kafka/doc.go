@@ -18,14 +18,28 @@
 //	registry.go        the handler table that ApiVersions is built from
 //	errors.go          sentinel errors; engine errors → Kafka error codes
 //	configs.go         Kafka topic config names ↔ passbook.TopicConfig
+//	groups.go          the group coordinator: groups, members, parked requests
+//	group.go           a group's state machine: joins, rebalances, timeouts
+//	producers.go       idempotent producers' state per partition
 //	00_produce.go      one file per API key, each opening with the versions
 //	01_fetch.go        it serves and what it does not do
 //	02_list_offsets.go
 //	03_metadata.go
+//	08_offset_commit.go
+//	09_offset_fetch.go
+//	10_find_coordinator.go
+//	11_join_group.go
+//	12_heartbeat.go
+//	13_leave_group.go
+//	14_sync_group.go
+//	15_describe_groups.go
+//	16_list_groups.go
 //	18_api_versions.go
 //	19_create_topics.go
 //	20_delete_topics.go
+//	22_init_producer_id.go
 //	32_describe_configs.go
+//	42_delete_groups.go
 //
 // Adding an API is adding a file: its init function registers a handler
 // for a key and a version range, and ApiVersions advertises it.
@@ -52,4 +66,22 @@
 // killed). Produced batches are validated completely before anything is
 // written, then stored byte for byte as received, and Fetch serves those
 // same bytes.
+//
+// # Consumer groups
+//
+// The classic group protocol: the broker coordinates every group, the
+// group's leader computes the assignment and the broker relays it.
+// Membership lives in memory — a server restart makes members join again —
+// and committed offsets in the DB's offset store, under the group id as
+// the consumer name, shared with embedded consumers and the CLI.
+//
+// # Idempotent producers
+//
+// InitProducerID hands out producer ids from a durable sequence; the last
+// five batches of each producer on each partition are remembered, so that
+// a retried batch gets its original offset back instead of being written
+// again. The state is rebuilt from the tail of the log after a restart.
+//
+// docs/kafka.md has the versions each client negotiates, the rules in
+// full, and the differences from Kafka.
 package kafka
