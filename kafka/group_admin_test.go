@@ -158,6 +158,7 @@ func TestGroup_SharesTheOffsetStore(t *testing.T) {
 	if left, _ := ts.db.Offsets().List(ctx, offsets.Filter{}); len(left) != 0 {
 		t.Fatalf("offsets left after deleting both groups: %+v", left)
 	}
+	t.Logf("franz-go and kadm negotiated: %s", ts.log)
 }
 
 // The server keeps groups in memory: after a restart a member's
