@@ -73,9 +73,9 @@ func (co *coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest
 	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
-	if co.mu.closed {
-		return all(kerr.CoordinatorNotAvailable.Code)
-	}
+	// Also once the coordinator has closed, in a shutdown: a commit that
+	// was read is still written (the offset store closes after the
+	// server), so the member does not read its records again.
 	if code := co.fenceCommitLocked(req.Group, req.MemberID, req.Generation); code != 0 {
 		return all(code)
 	}
