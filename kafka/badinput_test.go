@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -272,5 +274,56 @@ func TestFetch_LongPoll(t *testing.T) {
 	resp = rc.do(fetchAt(3, 10*time.Second)).(*kmsg.FetchResponse)
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != 2 || p.LogStartOffset != 0 {
 		t.Fatalf("fetch past the head: %+v", p)
+	}
+}
+
+// Group requests over the wire: a JoinGroup with no protocols, a commit
+// from a stale generation and a commit to an unknown topic are refused,
+// and the offset store is untouched.
+func TestBadInput_Groups(t *testing.T) {
+	ts := startServer(t, nil)
+	ts.createTopic(t, "known", 2)
+	rc := dialRaw(t, ts.addr)
+	join := func(memberID string, protocols ...string) *kmsg.JoinGroupResponse {
+		return rc.do(joinRequest(9, "bad", memberID, 10*time.Second, protocols...)).(*kmsg.JoinGroupResponse)
+	}
+	if resp := join(""); resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("JoinGroup with no protocols: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	first := join("", "range")
+	resp := join(first.MemberID, "range") // alone: answered at once
+	if resp.ErrorCode != 0 || resp.Generation != 1 {
+		t.Fatalf("join: %+v", resp)
+	}
+	m := tm{resp.MemberID, resp.Generation}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = "bad", m.id, m.gen
+	if r := rc.do(sync).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	commit := func(m tm, topic string) int16 {
+		r := rc.do(commitRequest("bad", m, topic, map[int32]int64{0: 5})).(*kmsg.OffsetCommitResponse)
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		name  string
+		m     tm
+		topic string
+		want  *kerr.Error
+	}{
+		{"a stale generation", tm{m.id, m.gen - 1}, "known", kerr.IllegalGeneration},
+		{"a future generation", tm{m.id, m.gen + 1}, "known", kerr.IllegalGeneration},
+		{"an unknown member", tm{"someone", m.gen}, "known", kerr.UnknownMemberID},
+		{"an unknown topic", m, "unknown", kerr.UnknownTopicOrPartition},
+	} {
+		if code := commit(tc.m, tc.topic); code != tc.want.Code {
+			t.Errorf("commit from %s: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
+		}
+	}
+	if list, _ := ts.db.Offsets().List(context.Background(), offsets.Filter{}); len(list) != 0 {
+		t.Fatalf("refused commits were written: %+v", list)
+	}
+	if code := commit(m, "known"); code != 0 {
+		t.Fatalf("commit at the generation: %v", kerr.ErrorForCode(code))
 	}
 }

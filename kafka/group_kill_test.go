@@ -206,8 +206,6 @@ func TestGroup_ThreeMembers_Kill9(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// The survivors took over within the session timeout, plus the time
-	// to hear of the rebalance (a heartbeat), rejoin and fetch.
 	var takeover time.Duration
 	for _, m := range survivors {
 		m.mu.Lock()
@@ -220,8 +218,11 @@ func TestGroup_ThreeMembers_Kill9(t *testing.T) {
 		}
 		m.mu.Unlock()
 	}
-	if takeover <= 0 || takeover > session+time.Second {
-		t.Errorf("the survivors took over the dead member's partitions %v after the kill; want within the session timeout %v (+1s)", takeover, session)
+	// Within the session timeout, plus the time to hear of the rebalance
+	// (a heartbeat), finish the poll in hand, rejoin, sync and fetch:
+	// about 0.2s here, given 2s for a busy machine.
+	if takeover <= 0 || takeover > session+2*time.Second {
+		t.Errorf("the survivors took over the dead member's partitions %v after the kill; want within the session timeout %v (+2s)", takeover, session)
 	}
 
 	// Duplicates: only records the dead member processed without its
