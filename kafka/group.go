@@ -267,8 +267,10 @@ func (g *group) completeJoinLocked() {
 	for _, m := range ms {
 		g.pendingSync[m.id] = true
 		timeout = max(timeout, m.rebalance)
-		g.fillJoinLocked(m, m.join.resp.(*kmsg.JoinGroupResponse))
-		m.join.answer()
+		if !m.join.answered { // else a shutdown answered it: the writer owns it
+			g.fillJoinLocked(m, m.join.resp.(*kmsg.JoinGroupResponse))
+			m.join.answer()
+		}
 		m.join = nil
 		m.touch()
 	}
@@ -372,11 +374,11 @@ func (g *group) completeSyncLocked(assignments []kmsg.SyncGroupRequestGroupAssig
 	}
 	g.state = stateStable
 	for _, m := range g.members {
-		if m.sync != nil {
+		if m.sync != nil && !m.sync.answered {
 			g.fillSyncLocked(m, m.sync.resp.(*kmsg.SyncGroupResponse))
 			m.sync.answer()
-			m.sync = nil
 		}
+		m.sync = nil
 	}
 }
 

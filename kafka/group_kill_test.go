@@ -173,6 +173,20 @@ func TestGroup_ThreeMembers_Kill9(t *testing.T) {
 	victim.cmd.Process.Kill()
 	<-victim.exited
 	killedAt := time.Now()
+	// The broker removes the dead member at its session timeout.
+	var removed time.Duration
+	for removed == 0 {
+		if gs, err := adm.DescribeGroups(ctx, group); err == nil && len(gs[group].Members) < 3 {
+			removed = time.Since(killedAt)
+		}
+		if time.Since(killedAt) > session+10*time.Second {
+			t.Fatal("the dead member is still in the group")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if removed > session+500*time.Millisecond {
+		t.Errorf("the dead member was removed %v after the kill; want at its session timeout, %v", removed, session)
+	}
 	victim.mu.Lock()
 	lost := slices.Clone(victim.assigned)
 	victim.mu.Unlock()
@@ -218,11 +232,11 @@ func TestGroup_ThreeMembers_Kill9(t *testing.T) {
 		}
 		m.mu.Unlock()
 	}
-	// Within the session timeout, plus the time to hear of the rebalance
-	// (a heartbeat), finish the poll in hand, rejoin, sync and fetch:
-	// about 0.2s here, given 2s for a busy machine.
-	if takeover <= 0 || takeover > session+2*time.Second {
-		t.Errorf("the survivors took over the dead member's partitions %v after the kill; want within the session timeout %v (+2s)", takeover, session)
+	// After the removal the survivors hear of the rebalance at their next
+	// heartbeat, finish the poll in hand, rejoin, sync and fetch: 0.1–0.5s
+	// on a quiet machine; child processes starved of CPU take longer.
+	if takeover < removed || takeover > removed+10*time.Second {
+		t.Errorf("the survivors took over the dead member's partitions %v after the kill, %v after its removal", takeover, takeover-removed)
 	}
 
 	// Duplicates: only records the dead member processed without its
@@ -270,6 +284,6 @@ func TestGroup_ThreeMembers_Kill9(t *testing.T) {
 		slices.Sort(ps)
 		assignment = append(assignment, fmt.Sprintf("%s %v", m.name, ps))
 	}
-	t.Logf("assigned: %s; killed %s after %d records; the survivors took over %v after the kill (session %v); %d records processed once, %d twice (%d in doubt at the kill), 0 missed",
-		strings.Join(assignment, ", "), victim.name, victimDone, takeover.Round(time.Millisecond), session, partitions*perPart-dups, dups, len(inDoubt))
+	t.Logf("assigned: %s; killed %s after %d records; removed from the group %v after the kill (session %v); the survivors processed its partitions %v after the kill; %d records processed once, %d twice (%d in doubt at the kill), 0 missed",
+		strings.Join(assignment, ", "), victim.name, victimDone, removed.Round(time.Millisecond), session, takeover.Round(time.Millisecond), partitions*perPart-dups, dups, len(inDoubt))
 }

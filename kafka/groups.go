@@ -109,7 +109,7 @@ func (co *coordinator) groupLocked(name string, create bool) *group {
 
 // A waiter is a parked JoinGroup or SyncGroup: its response is filled in
 // under the lock, then done is closed and the connection's writer sends
-// it.
+// it. Once answered, the response is the writer's: nothing may touch it.
 type waiter struct {
 	resp     kmsg.Response // *kmsg.JoinGroupResponse or *kmsg.SyncGroupResponse
 	done     chan struct{}

@@ -105,7 +105,8 @@ func memberChild(js string) {
 	}
 	ctx := context.Background()
 	for {
-		fs := cl.PollRecords(ctx, 100)
+		// Few records per poll: a rebalance waits for AllowRebalance.
+		fs := cl.PollRecords(ctx, 10)
 		fs.EachError(func(t string, p int32, err error) { fmt.Fprintln(os.Stderr, "member: fetch:", t, p, err) })
 		for _, r := range fs.Records() {
 			say("P %d %d", r.Partition, r.Offset)
