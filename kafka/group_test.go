@@ -358,7 +358,7 @@ func TestGroup_LeaderNeverSyncs(t *testing.T) {
 func TestGroup_AwaitCanceled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCoord(t)
-		a, _ := c.stableGroup("g", 5*time.Second)
+		a, b := c.stableGroup("g", 5*time.Second)
 		w := c.rejoin("g", a.id, 5*time.Second)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -369,6 +369,12 @@ func TestGroup_AwaitCanceled(t *testing.T) {
 		cancel()
 		<-done
 		wantErr(t, "parked join", c.joined(w).ErrorCode, kerr.CoordinatorNotAvailable)
+		// The join completing later leaves the answered response alone:
+		// the connection's writer owns it.
+		if jb := c.joined(c.rejoin("g", b.id, 5*time.Second)); jb.ErrorCode != 0 {
+			t.Fatalf("B's join: %v", kerr.ErrorForCode(jb.ErrorCode))
+		}
+		wantErr(t, "A's answered join after the rebalance", c.joined(w).ErrorCode, kerr.CoordinatorNotAvailable)
 	})
 }
 
