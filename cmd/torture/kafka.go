@@ -116,14 +116,19 @@ func (w *kafkaWork) produce(ctx context.Context) {
 func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(w.addr), kgo.ConsumerGroup(groupName), kgo.ConsumeTopics(topicName),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
-		kgo.SessionTimeout(6*time.Second), kgo.RebalanceTimeout(6*time.Second))
+		kgo.SessionTimeout(6*time.Second), kgo.RebalanceTimeout(6*time.Second),
+		kgo.BlockRebalanceOnPoll()) // no rebalance between a poll and its commit
 	if err != nil {
 		w.errs <- err
 		return
 	}
-	defer cl.Close()
+	defer func() {
+		cl.AllowRebalance() // else Close waits for the rebalance it blocks
+		cl.Close()
+	}()
 	w.sink.Started(groupName, groupDelivery, start)
 	for ctx.Err() == nil {
+		cl.AllowRebalance()
 		fs := cl.PollRecords(ctx, pollRecords)
 		if ctx.Err() != nil || fs.IsClientClosed() {
 			return
