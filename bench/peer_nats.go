@@ -290,6 +290,11 @@ func (t *natsTarget) run(ctx context.Context, w workload, p params) (measure, er
 		}
 		return measure{records: got, elapsed: time.Since(start)}, nil
 	case wLatency:
+		// The latency run does not wait for acks: let them queue.
+		js, err := jetstream.New(t.nc, jetstream.WithPublishAsyncMaxPending(1<<20))
+		if err != nil {
+			return measure{}, err
+		}
 		if err := t.stream(ctx, js, "latency"); err != nil {
 			return measure{}, err
 		}
