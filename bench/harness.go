@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -406,6 +407,9 @@ func (h *harness) runTrial(ctx context.Context, r *results, trial int, tmp strin
 func (h *harness) measure(ctx context.Context, r *results, st started, w workload, trial int) {
 	s := st.s
 	c := r.cell(s, w)
+	// Start from a clean page cache: what the systems before wrote is
+	// on the disk, not waiting to be written back during this run.
+	syscall.Sync()
 	m, err := st.t.run(ctx, w, h.p.forWorkload(w))
 	if reason, ok := isNA(err); ok {
 		c.skip = reason
