@@ -110,6 +110,7 @@ type segScanner struct {
 	jump    bool   // after damage: the next batch may start past expect
 	limit   int64  // batches end by this offset (the next segment's base); −1: no limit
 	scratch []byte // validAt's buffer
+	window  []byte // resync's buffer
 	cur     batch.Cursor
 }
 
@@ -207,7 +208,10 @@ func (sc *segScanner) resync(pos int64, h batch.Header, headerOK bool) (int64, e
 		}
 	}
 	const window = 1 << 20
-	buf := make([]byte, window+batch.HeaderSize)
+	if want := int(min(window+batch.HeaderSize, sc.size-pos)); cap(sc.window) < want {
+		sc.window = make([]byte, want)
+	}
+	buf := sc.window[:cap(sc.window)]
 	for from := pos + 1; from < sc.size; from += window {
 		n, err := sc.f.ReadAt(buf[:min(int64(len(buf)), sc.size-from)], from)
 		if err != nil && !errors.Is(err, io.EOF) {
