@@ -141,13 +141,16 @@ func (r *Reader) nextBatch() (bool, error) {
 			continue
 		}
 		if err == io.EOF {
-			// Refresh the limit: the active segment may have grown.
+			// Refresh the limit: the active segment may have grown. The
+			// writer stores size before next, so next is read first: a
+			// next that includes a new batch guarantees a size that does.
+			end := r.seg.next.Load()
 			if limit := r.seg.size.Load(); limit > r.br.limit {
 				r.br.limit = limit
 				continue
 			}
-			if r.next < r.seg.next.Load() {
-				return false, r.seg.corrupt(pos, fmt.Errorf("segment ends before offset %d", r.seg.next.Load()))
+			if r.next < end {
+				return false, r.seg.corrupt(pos, fmt.Errorf("segment ends before offset %d", end))
 			}
 			segs := r.l.segments()
 			if segs[len(segs)-1] == r.seg {
