@@ -39,6 +39,7 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	size := fs.Int("size", 200, "bytes per record value")
 	bin := fs.String("passbook", "", "the passbook binary (default: go build it)")
 	data := fs.String("data", "", "data directory (default: a new temporary one)")
+	retention := fs.Int64("retention-bytes", 512<<20, "retention.bytes of each of the topic's partitions (segments are an eighth of it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,10 +81,11 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer adm.Close()
-	if _, err := kadm.NewClient(adm).CreateTopic(ctx, int32(*consumers), 1, map[string]*string{"durability": kmsgStr("fsync")}, "soak"); err != nil {
-		if _, err := kadm.NewClient(adm).CreateTopic(ctx, int32(*consumers), 1, nil, "soak"); err != nil {
-			return fmt.Errorf("create topic: %w", err)
-		}
+	// Retention keeps the disk bounded at any rate (and deletes segments
+	// all along, which the open-files count then watches).
+	configs := map[string]*string{"retention.bytes": kmsgStr(strconv.FormatInt(*retention, 10)), "segment.bytes": kmsgStr(strconv.FormatInt(*retention/8, 10))}
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, int32(*consumers), 1, configs, "soak"); err != nil {
+		return fmt.Errorf("create topic: %w", err)
 	}
 	s := &soaker{addr: kaddr, value: []byte(strings.Repeat("s", *size))}
 	if *rate == 0 {
@@ -92,14 +94,16 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		*rate = max / 2
 		fmt.Fprintf(stdout, "sustained %s records/s; soaking at half: %s records/s\n", thousands.Int(max), thousands.Int(*rate))
 	}
-	ctx, cancel := context.WithTimeout(ctx, *duration)
+	clients, stop := context.WithCancel(ctx) // they stop after the last sample
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *duration+*interval/2)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range *producers {
-		wg.Go(func() { s.produce(ctx, float64(*rate)/float64(*producers), i) })
+		wg.Go(func() { s.produce(clients, float64(*rate)/float64(*producers), i) })
 	}
 	for range *consumers {
-		wg.Go(func() { s.consume(ctx) })
+		wg.Go(func() { s.consume(clients) })
 	}
 	fmt.Fprintf(stdout, "%8s %10s %8s %10s %6s %11s %11s %11s %11s %11s\n", "ELAPSED", "RECORDS/S", "RSS MIB", "GOROUTINES", "FDS", "PRODUCE P50", "PRODUCE P99", "PRODUCE MAX", "E2E P50", "E2E P99")
 	began := time.Now()
@@ -116,6 +120,7 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				r.rssMiB, r.goroutines, r.fds, ms(r.p50), ms(r.p99), ms(r.max), ms(r.e2e50), ms(r.e2e99))
 		}
 	}
+	stop()
 	wg.Wait()
 	return verdict(stdout, rows, s)
 }
