@@ -219,6 +219,10 @@ type tally struct {
 	dirtyReads                      int64 // processed, then taken by a power loss (read before durable)
 	pastHead                        int64 // committed offsets a power loss left past the head (repair resets them)
 	processed                       int64
+	// rewound is the part of dupBeyond that is a consumer going back
+	// below its last successful commit inside a run (the Kafka group; see
+	// docs/reliability.md).
+	rewound int64
 	// bit flips: detected by verify, harmless (a field no reader uses,
 	// or free space), and changed without detection.
 	detected, harmless, undetected int64
@@ -243,6 +247,7 @@ func (t *tally) add(u tally) {
 	t.dirtyReads += u.dirtyReads
 	t.pastHead += u.pastHead
 	t.processed += u.processed
+	t.rewound += u.rewound
 	t.detected += u.detected
 	t.harmless += u.harmless
 	t.undetected += u.undetected
@@ -357,6 +362,7 @@ func (lg *ledger) checkConsumers(stored map[pos]string, head []int64, committed 
 		for i, r := range runs {
 			if !r.counted { // once, though a trial may check twice
 				t.dupBeyond += r.rewindBeyond
+				t.rewound += r.rewindBeyond
 				t.dupWithin += r.within
 				r.counted = true
 			}

@@ -236,6 +236,7 @@ func details(t *tally) string {
 	add(t.harmless, "flips harmless")
 	add(t.undetected, "flips not detected")
 	add(t.repairedAway, "acknowledged records moved aside by repair (reported)")
+	add(t.rewound, "of them a Kafka group going back below its last commit")
 	add(t.dirtyReads, "records processed before a power loss took them")
 	add(t.pastHead, "committed offsets left past the head (reset by repair)")
 	return strings.Join(s, ", ")
