@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	crand "crypto/rand"
 	"context"
 	"flag"
 	"fmt"
@@ -39,7 +40,7 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	size := fs.Int("size", 200, "bytes per record value")
 	bin := fs.String("passbook", "", "the passbook binary (default: go build it)")
 	data := fs.String("data", "", "data directory (default: a new temporary one)")
-	retention := fs.Int64("retention-bytes", 512<<20, "retention.bytes of each of the topic's partitions (segments are an eighth of it)")
+	retention := fs.Int64("retention-bytes", 256<<20, "retention.bytes of each of the topic's partitions (segments are an eighth of it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,7 +88,11 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := kadm.NewClient(adm).CreateTopic(ctx, int32(*consumers), 1, configs, "soak"); err != nil {
 		return fmt.Errorf("create topic: %w", err)
 	}
-	s := &soaker{addr: kaddr, value: []byte(strings.Repeat("s", *size))}
+	// Values are random bytes, which no codec compresses: the disk sees
+	// what the clients send.
+	noise := make([]byte, 1<<20)
+	crand.Read(noise)
+	s := &soaker{addr: kaddr, noise: noise, size: *size}
 	if *rate == 0 {
 		fmt.Fprintf(stdout, "probing the sustained rate of %d producers (acks=all) for 15 s…\n", *producers)
 		max := s.probe(ctx, *producers, 15*time.Second)
@@ -147,7 +152,8 @@ func waitListening(addrs ...string) error {
 // soaker holds the clients' shared counters.
 type soaker struct {
 	addr     string
-	value    []byte
+	noise    []byte // values are slices of it
+	size     int
 	acked    atomic.Int64
 	consumed atomic.Int64
 	failed   atomic.Int64
@@ -196,7 +202,8 @@ func (s *soaker) produce(ctx context.Context, perSecond float64, id int) {
 		}
 		for ; owed >= 1; owed-- {
 			sent := time.Now()
-			rec := &kgo.Record{Key: []byte(strconv.Itoa(id*1_000_000 + n)), Value: s.value, Timestamp: sent}
+			at := (id*7919 + n*104729) % (len(s.noise) - s.size)
+			rec := &kgo.Record{Key: []byte(strconv.Itoa(id*1_000_000 + n)), Value: s.noise[at : at+s.size], Timestamp: sent}
 			cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 				if err != nil {
 					if ctx.Err() == nil {
