@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	crand "crypto/rand"
 	"context"
+	crand "crypto/rand"
 	"flag"
 	"fmt"
 	"io"
