@@ -346,7 +346,10 @@ func (c *Consumer) Wait(ctx context.Context) error {
 	}
 	woke := make(chan error, len(c.parts)+1)
 	for _, pt := range c.parts {
-		go func() { woke <- pt.log.Wait(ctx, pt.reader.Offset()) }()
+		// The position is read here, not in the goroutine: the waiters
+		// outlive Wait's return, when run moves the readers on.
+		off := pt.reader.Offset()
+		go func() { woke <- pt.log.Wait(ctx, off) }()
 	}
 	select {
 	case err := <-woke:

@@ -110,9 +110,10 @@ func (s *lineSink) Committed(name string, p int32, next int64) {}
 
 // child is a running child process.
 type child struct {
-	cmd  *exec.Cmd
-	done chan error // the reader's end: nil, or a protocol error
-	acks chan struct{}
+	cmd    *exec.Cmd
+	done   chan error // the reader's end: nil, or a protocol error
+	acks   chan struct{}
+	stderr *strings.Builder // valid once cmd.Wait has returned
 }
 
 // startChild starts the embedded workload in a child process over dir,
@@ -129,7 +130,7 @@ func startChild(dir, tag string, seed uint64, d time.Duration, lg *ledger) (*chi
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, done: make(chan error, 1), acks: make(chan struct{})}
+	c := &child{cmd: cmd, done: make(chan error, 1), acks: make(chan struct{}), stderr: &stderr}
 	go func() {
 		c.done <- readEvents(out, lg, c.acks)
 	}()

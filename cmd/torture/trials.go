@@ -172,7 +172,7 @@ func (e *env) kill9Embedded() (t tally) {
 	perr := <-c.done
 	if err := c.cmd.Wait(); err != nil || perr != nil {
 		t.verifyBad++
-		t.notef("child after kill -9: %v %v", err, perr)
+		t.notef("child after kill -9: %v %v\n%s", err, perr, tail(c.stderr.String(), 4000))
 		return
 	}
 	db, err := passbook.Open(dir, nil)
@@ -296,4 +296,12 @@ func (e *env) diskErrorEmbedded() (t tally) {
 	// Or the power goes too: fsync'd records are there.
 	e.checkCrashed(dir, crashed, lg, &t)
 	return t
+}
+
+// tail returns the last n bytes of s, for a child's stderr in a note.
+func tail(s string, n int) string {
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
 }
