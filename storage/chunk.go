@@ -68,6 +68,9 @@ func (l *Log) ReadBatches(from int64, maxBytes int) (Chunk, error) {
 		if err != nil {
 			return Chunk{}, r.seg.corrupt(pos, err)
 		}
+		if h.NextOffset() > l.head.Load() {
+			return Chunk{Next: from}, nil // written, not yet published (see Reader.nextBatch)
+		}
 		if h.NextOffset() <= from {
 			continue
 		}
@@ -79,6 +82,9 @@ func (l *Log) ReadBatches(from int64, maxBytes int) (Chunk, error) {
 			}
 			if _, err := batch.Check(b); err != nil {
 				break // served on its own next time, as an error
+			}
+			if h.NextOffset() > l.head.Load() {
+				break // not yet published
 			}
 			c.Size += int64(h.Size())
 			c.Next = h.NextOffset()

@@ -177,6 +177,14 @@ func (r *Reader) nextBatch() (bool, error) {
 		if err != nil {
 			return false, r.seg.corrupt(pos, err)
 		}
+		if h.NextOffset() > r.l.head.Load() {
+			// Written, but not yet published: the writer stores the
+			// segment's size before the head. Read it again next time,
+			// so that no record is seen at or past Head (a Kafka client
+			// would take its next fetch offset as out of range).
+			r.br.reset(r.seg.log, pos, r.br.limit)
+			return false, nil
+		}
 		r.chain = h.NextOffset()
 		if h.NextOffset() <= r.next {
 			continue

@@ -40,6 +40,17 @@ type kafkaWork struct {
 	tag  string
 	rng  *rand.Rand
 	errs chan error
+	// diag, when set, keeps the consumer client's log; a consumer going
+	// back below its last commit leaves it in rewound.
+	diag    *diagLog
+	rewound string
+}
+
+// report adds what run saw that the ledger cannot explain to t's notes.
+func (w *kafkaWork) report(t *tally) {
+	if w.rewound != "" {
+		t.notef("%s", w.rewound)
+	}
 }
 
 // run creates the topic if needed, then produces and consumes until ctx
@@ -117,7 +128,8 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(w.addr), kgo.ConsumerGroup(groupName), kgo.ConsumeTopics(topicName),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.SessionTimeout(6*time.Second), kgo.RebalanceTimeout(6*time.Second),
-		kgo.BlockRebalanceOnPoll()) // no rebalance between a poll and its commit
+		kgo.BlockRebalanceOnPoll(), // no rebalance between a poll and its commit
+		kgo.WithLogger(w.diag.client("consumer")))
 	if err != nil {
 		w.errs <- err
 		return
@@ -127,6 +139,15 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 		cl.Close()
 	}()
 	w.sink.Started(groupName, groupDelivery, start)
+	next, committed := map[int32]int64{}, map[int32]int64{}
+	var rewound string
+	defer func() {
+		if rewound != "" {
+			var b strings.Builder
+			w.diag.dump(&b, rewound)
+			w.rewound = b.String()
+		}
+	}()
 	for ctx.Err() == nil {
 		cl.AllowRebalance()
 		fs := cl.PollRecords(ctx, pollRecords)
@@ -135,6 +156,11 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 		}
 		recs := fs.Records()
 		for _, r := range recs {
+			if c, ok := committed[r.Partition]; ok && r.Offset < c && r.Offset < next[r.Partition] && rewound == "" {
+				rewound = fmt.Sprintf("partition %d went back to %d after %d; %d was committed", r.Partition, r.Offset, next[r.Partition]-1, c)
+				w.diag.Write([]byte("TORTURE: " + rewound))
+			}
+			next[r.Partition] = r.Offset + 1
 			if !w.sink.Processed(groupName, r.Partition, r.Offset, string(r.Value)) {
 				return
 			}
@@ -144,12 +170,13 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 				time.Sleep(10 * time.Millisecond)
 				continue // processed, not committed: a restart may process them again
 			}
-			next := map[int32]int64{}
+			upto := map[int32]int64{}
 			for _, r := range recs {
-				next[r.Partition] = max(next[r.Partition], r.Offset+1)
+				upto[r.Partition] = max(upto[r.Partition], r.Offset+1)
 			}
-			for p, off := range next {
+			for p, off := range upto {
 				w.sink.Committed(groupName, p, off)
+				committed[p] = off
 			}
 		}
 	}
@@ -167,14 +194,13 @@ func freeAddr() (string, error) {
 
 // serve starts `passbook serve` over dir and waits until it accepts
 // connections.
-func (e *env) serve(dir string) (*exec.Cmd, string, error) {
+func (e *env) serve(dir string, diag *diagLog) (*exec.Cmd, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command(e.passbook, "serve", "--data", dir, "--kafka", addr, "--default-partitions", strconv.Itoa(partitions))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	cmd := exec.Command(e.passbook, "serve", "-v", "--data", dir, "--kafka", addr, "--default-partitions", strconv.Itoa(partitions))
+	cmd.Stderr = diag
 	if err := cmd.Start(); err != nil {
 		return nil, "", err
 	}
@@ -186,7 +212,7 @@ func (e *env) serve(dir string) (*exec.Cmd, string, error) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	return nil, "", fmt.Errorf("passbook serve did not listen on %s: %s", addr, stderr.String())
+	return nil, "", fmt.Errorf("passbook serve did not listen on %s: %s", addr, tail(diag.String(), 4000))
 }
 
 // waitAcked waits until lg holds an acknowledgement, up to d.
@@ -207,16 +233,17 @@ func waitAcked(lg *ledger, d time.Duration) bool {
 // briefly, stops it with SIGTERM and checks.
 func (e *env) kill9Kafka() (t tally) {
 	t.trials = 1
+	diag := newDiagLog()
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	lg := newLedger()
-	srv, addr, err := e.serve(dir)
+	srv, addr, err := e.serve(dir, diag)
 	if err != nil {
 		t.verifyBad++
 		t.notef("%v", err)
 		return
 	}
-	w := &kafkaWork{addr: addr, sink: lg, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 8))}
+	w := &kafkaWork{addr: addr, sink: lg, diag: diag, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 8))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.run(ctx) }()
@@ -231,15 +258,16 @@ func (e *env) kill9Kafka() (t tally) {
 	if err := <-done; err != nil {
 		t.notef("workload before the kill: %v", err)
 	}
+	w.report(&t)
 	lg.Fault()
 	t.faults++
 	lg.Resume(nil)
-	if srv, addr, err = e.serve(dir); err != nil {
+	if srv, addr, err = e.serve(dir, diag); err != nil {
 		t.verifyBad++
 		t.notef("restart after kill -9: %v", err)
 		return
 	}
-	w = &kafkaWork{addr: addr, sink: lg, tag: e.tag() + "b", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 9))}
+	w = &kafkaWork{addr: addr, sink: lg, diag: diag, tag: e.tag() + "b", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 9))}
 	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 	err = w.run(ctx)
 	cancel()
@@ -247,6 +275,7 @@ func (e *env) kill9Kafka() (t tally) {
 		t.verifyBad++
 		t.notef("workload after kill -9: %v", err)
 	}
+	w.report(&t)
 	srv.Process.Signal(syscall.SIGTERM)
 	if err := srv.Wait(); err != nil {
 		t.verifyBad++
@@ -263,8 +292,8 @@ func (e *env) kill9Kafka() (t tally) {
 }
 
 // inProcess serves db over the Kafka protocol in this process.
-func inProcess(db *passbook.DB) (*kafka.Server, string, error) {
-	ks, err := kafka.NewServer(db, &kafka.Options{DefaultPartitions: partitions})
+func inProcess(db *passbook.DB, diag *diagLog) (*kafka.Server, string, error) {
+	ks, err := kafka.NewServer(db, &kafka.Options{DefaultPartitions: partitions, Logger: diag.server()})
 	if err != nil {
 		return nil, "", err
 	}
@@ -283,6 +312,7 @@ func inProcess(db *passbook.DB) (*kafka.Server, string, error) {
 // it again briefly and checks.
 func (e *env) powerLossKafka() (t tally) {
 	t.trials = 1
+	diag := newDiagLog()
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	mem := newMem(dir)
@@ -292,7 +322,7 @@ func (e *env) powerLossKafka() (t tally) {
 		t.notef("open: %v", err)
 		return
 	}
-	ks, addr, err := inProcess(db)
+	ks, addr, err := inProcess(db, diag)
 	if err != nil {
 		t.verifyBad++
 		t.notef("serve: %v", err)
@@ -300,7 +330,7 @@ func (e *env) powerLossKafka() (t tally) {
 		return
 	}
 	lg := newLedger()
-	w := &kafkaWork{addr: addr, sink: lg, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 10))}
+	w := &kafkaWork{addr: addr, sink: lg, diag: diag, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 10))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.run(ctx) }()
@@ -315,6 +345,7 @@ func (e *env) powerLossKafka() (t tally) {
 	ks.Close()
 	cancel()
 	<-done
+	w.report(&t)
 	db.Close()
 	e.repairAfterPowerLoss(dir, crashed, lg, &t)
 	db, err = passbook.Open(dir, &passbook.Options{FS: crashed})
@@ -328,14 +359,15 @@ func (e *env) powerLossKafka() (t tally) {
 		heads = v.head
 	}
 	lg.Resume(heads)
-	if ks, addr, err = inProcess(db); err == nil {
-		w = &kafkaWork{addr: addr, sink: lg, tag: e.tag() + "b", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 12))}
+	if ks, addr, err = inProcess(db, diag); err == nil {
+		w = &kafkaWork{addr: addr, sink: lg, diag: diag, tag: e.tag() + "b", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 12))}
 		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 		if err := w.run(ctx); err != nil {
 			t.verifyBad++
 			t.notef("workload after the power loss: %v", err)
 		}
 		cancel()
+		w.report(&t)
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		ks.Shutdown(sctx)
 		scancel()
@@ -383,6 +415,7 @@ func (e *env) repairAfterPowerLoss(dir string, fsys vfs.FS, lg *ledger, t *tally
 // and after a power loss that follows.
 func (e *env) diskErrorKafka() (t tally) {
 	t.trials = 1
+	diag := newDiagLog()
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	mem := newMem(dir)
@@ -391,13 +424,14 @@ func (e *env) diskErrorKafka() (t tally) {
 	lg := newLedger()
 	db, err := passbook.Open(dir, &passbook.Options{FS: faulty})
 	if err == nil {
-		if ks, addr, err := inProcess(db); err == nil {
-			w := &kafkaWork{addr: addr, sink: lg, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 13))}
+		if ks, addr, err := inProcess(db, diag); err == nil {
+			w := &kafkaWork{addr: addr, sink: lg, diag: diag, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 13))}
 			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 			if err := w.run(ctx); err != nil && !isDiskFault(err) && !errors.Is(err, context.DeadlineExceeded) {
 				t.notef("workload with a disk fault: %v", err)
 			}
 			cancel()
+			w.report(&t)
 			ks.Close()
 		}
 	}
