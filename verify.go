@@ -304,12 +304,29 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 	type fixup struct {
 		k             offsets.Key
 		committed, to int64
+		drop          bool // the entry fails its checksum
 	}
 	var fixes []fixup
-	err = query(c, `SELECT consumer, topic, partition, next_offset FROM passbook_offsets ORDER BY topic, partition, consumer`, func(st *sqlite3.Stmt) {
+	sel := `SELECT consumer, topic, partition, next_offset, metadata, updated_ms, crc FROM passbook_offsets ORDER BY topic, partition, consumer`
+	checked := true
+	if err := query(c, `SELECT crc FROM passbook_offsets LIMIT 0`, func(*sqlite3.Stmt) {}); err != nil {
+		// Written by a passbook from before schema version 3; Open
+		// adds the checksums.
+		checked = false
+		sel = `SELECT consumer, topic, partition, next_offset FROM passbook_offsets ORDER BY topic, partition, consumer`
+		r.Notes = append(r.Notes, path+": the committed offsets carry no checksums yet (schema older than version 3; opening the data directory adds them)")
+	}
+	err = query(c, sel, func(st *sqlite3.Stmt) {
 		r.Offsets++
 		k := offsets.Key{Consumer: st.ColumnText(0), Topic: st.ColumnText(1), Partition: int32(st.ColumnInt64(2))}
 		next := st.ColumnInt64(3)
+		if checked {
+			if err := offsets.CheckEntry(k, next, st.ColumnText(4), st.ColumnInt64(5), st.ColumnInt64(6), st.ColumnType(6) == sqlite3.INTEGER); err != nil {
+				problem(-1, fmt.Sprintf("committed offset of %s fails its checksum (stored: %d): the file was damaged", k, next))
+				fixes = append(fixes, fixup{k: k, committed: next, drop: true})
+				return
+			}
+		}
 		hs, ok := heads[k.Topic]
 		switch {
 		case !ok:
@@ -330,7 +347,35 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 	if !repair || len(fixes) == 0 {
 		return
 	}
+	if !dry {
+		kept := r.Problems[:0]
+		for _, p := range r.Problems {
+			if p.Kind != ProblemOffsetStore || !strings.Contains(p.Detail, "is past the head") && !strings.Contains(p.Detail, "fails its checksum") {
+				kept = append(kept, p)
+			}
+		}
+		r.Problems = kept
+	}
+	var sets []fixup
+	for _, f := range fixes {
+		if !f.drop {
+			sets = append(sets, f)
+			continue
+		}
+		a := storage.RepairAction{What: "delete offset", File: path,
+			Detail: fmt.Sprintf("committed offset of %s (stored as %d, failing its checksum): the consumer starts where its reset policy says; set it with passbook offsets set if the stored value is known to be right", f.k, f.committed)}
+		if !dry {
+			if err := deleteEntry(c, f.k); err != nil {
+				problem(-1, fmt.Sprintf("delete offset of %s: %v", f.k, err))
+				continue
+			}
+		}
+		r.Actions = append(r.Actions, a)
+	}
 	c.Close()
+	if len(sets) == 0 {
+		return
+	}
 	var store *offsets.SQLite
 	if !dry {
 		if store, err = offsets.Open(path, nil); err != nil {
@@ -338,15 +383,8 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 			return
 		}
 		defer store.Close()
-		kept := r.Problems[:0]
-		for _, p := range r.Problems {
-			if p.Kind != ProblemOffsetStore || !strings.Contains(p.Detail, "is past the head") {
-				kept = append(kept, p)
-			}
-		}
-		r.Problems = kept
 	}
-	for _, f := range fixes {
+	for _, f := range sets {
 		a := storage.RepairAction{What: "set offset", File: path,
 			Detail: fmt.Sprintf("committed offset of %s from %d to the head %d: the consumer goes on with the records appended from there", f.k, f.committed, f.to)}
 		if !dry {
@@ -357,6 +395,19 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 		}
 		r.Actions = append(r.Actions, a)
 	}
+}
+
+// deleteEntry removes one committed offset (the store's API deletes by
+// consumer or topic, not one partition's entry).
+func deleteEntry(c *sqlite3.Conn, k offsets.Key) error {
+	st, _, err := c.Prepare(`DELETE FROM passbook_offsets WHERE consumer = ?1 AND topic = ?2 AND partition = ?3`)
+	if err != nil {
+		return err
+	}
+	st.BindText(1, k.Consumer)
+	st.BindText(2, k.Topic)
+	st.BindInt64(3, int64(k.Partition))
+	return errors.Join(st.Exec(), st.Close())
 }
 
 // query runs a statement and calls row for each row.

@@ -1,6 +1,7 @@
 package passbook_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -132,6 +133,55 @@ func TestVerify_OffsetStoreDamaged(t *testing.T) {
 	ps := mustCheck(t, dir, false).AllProblems()
 	if len(ps) != 1 || ps[0].Kind != passbook.ProblemOffsetStore || ps[0].Pos != 0 {
 		t.Fatalf("problems %v", ps)
+	}
+}
+
+// TestVerify_CommittedOffsetChanged flips a bit of a committed offset's
+// value inside offsets.db, which SQLite's integrity check cannot see:
+// verify reports it by its checksum, and repair deletes that one entry
+// (saying what was stored), so the consumer starts by its reset policy
+// rather than at an offset nobody committed.
+func TestVerify_CommittedOffsetChanged(t *testing.T) {
+	dir := dataDir(t)
+	store, err := offsets.Open(filepath.Join(dir, "offsets.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := offsets.Key{Consumer: "billing", Topic: "orders", Partition: 1}
+	store.Commit(context.Background(), k, 0x1234_5678_9a) // stored as 5 bytes
+	store.Close()
+	path := filepath.Join(dir, "offsets.db")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(b, []byte{0x12, 0x34, 0x56, 0x78, 0x9a})
+	if at < 0 {
+		t.Fatal("the committed offset is not in the file")
+	}
+	b[at+4] ^= 0x01
+	os.WriteFile(path, b, 0o644)
+	ps := mustCheck(t, dir, false).AllProblems()
+	if len(ps) != 1 || ps[0].Kind != passbook.ProblemOffsetStore || !strings.Contains(ps[0].Detail, "fails its checksum") {
+		t.Fatalf("problems %v", ps)
+	}
+	r := mustCheck(t, dir, true)
+	if !r.OK() || len(r.Actions) != 1 || r.Actions[0].What != "delete offset" || !strings.Contains(r.Actions[0].Detail, "stored as 78187493531") {
+		t.Fatalf("repair: actions %v, problems %v", r.Actions, r.AllProblems())
+	}
+	if r := mustCheck(t, dir, false); !r.OK() {
+		t.Errorf("after repair: %v", r.AllProblems())
+	}
+	store, err = offsets.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.Committed(context.Background(), k); !errors.Is(err, offsets.ErrNotFound) {
+		t.Errorf("after repair: Committed err = %v, want ErrNotFound", err)
+	}
+	if got, err := store.Committed(context.Background(), offsets.Key{Consumer: "billing", Topic: "orders", Partition: 0}); got != 20 || err != nil {
+		t.Errorf("the other partition's entry: %d, %v; want 20", got, err)
 	}
 }
 

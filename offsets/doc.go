@@ -40,12 +40,22 @@
 //	passbook_schema  (version)                       one row: SchemaVersion
 //	passbook_offsets (consumer, topic, partition,    primary key, WITHOUT ROWID
 //	                  next_offset, metadata,         the committed offset; "" if none
-//	                  updated_ms)                    Unix milliseconds of the commit
+//	                  updated_ms,                    Unix milliseconds of the commit
+//	                  crc)                           CRC-32C of the row's other columns (v3)
 //	passbook_leases  (consumer, topic,               primary key, WITHOUT ROWID
 //	                  holder, generation,            generation: +1 per Acquire, never reused
 //	                  expires_ms)                    0 once released
 //	passbook_sequences (name, next)                  primary key name, WITHOUT ROWID;
 //	                                                 next: what NextID returns next
+//
+// SQLite checks its pages' structure (PRAGMA integrity_check) but not what
+// a row holds, so a damaged byte inside a committed offset would read as
+// another offset. Each row carries its own checksum, computed in Go on
+// every write and checked on every read: a damaged entry fails with
+// ErrCorrupt (passbook verify reports it, repair deletes it) and is
+// never returned as an offset. Leases and sequences carry none: a damaged
+// lease can fence its consumer, a damaged sequence can hand out a producer
+// id again.
 //
 // A new file gets 1 KiB pages: every commit appends one page to the WAL,
 // and small pages commit about 1.5 times faster than the 4 KiB default.

@@ -24,12 +24,12 @@ type Lease struct {
 
 // A lease row is kept after Release (holder "", expires_ms 0) so that
 // generations never repeat.
-const fencedSQL = `INSERT INTO passbook_offsets (consumer, topic, partition, next_offset, metadata, updated_ms)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6
+const fencedSQL = `INSERT INTO passbook_offsets (consumer, topic, partition, next_offset, metadata, updated_ms, crc)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?9
 	WHERE EXISTS (SELECT 1 FROM passbook_leases
 		WHERE consumer = ?1 AND topic = ?2 AND holder = ?7 AND generation = ?8)
 	ON CONFLICT (consumer, topic, partition) DO UPDATE SET
-		next_offset = excluded.next_offset, metadata = excluded.metadata, updated_ms = excluded.updated_ms`
+		next_offset = excluded.next_offset, metadata = excluded.metadata, updated_ms = excluded.updated_ms, crc = excluded.crc`
 
 func validateLease(consumer, topic, holder string) error {
 	switch {
@@ -175,7 +175,7 @@ func (s *SQLite) CommitFenced(ctx context.Context, lease Lease, k Key, offset in
 	now := s.opts.Now().UnixMilli()
 	err := s.do(ctx, func(c *sqlite3.Conn) error {
 		st := &s.mu.fenced
-		if err := st.bindUpsert(k, offset, "", now); err != nil {
+		if err := st.bindUpsert(k, offset, "", now, 9); err != nil {
 			return err
 		}
 		if err := st.BindText(7, lease.Holder); err != nil {
@@ -275,8 +275,9 @@ func (s *SQLite) CommitTxFenced(ctx context.Context, tx *sql.Tx, lease Lease, k 
 		return fmt.Errorf("%w: %v is not under the lease on consumer %q topic %q",
 			ErrInvalid, k, lease.Consumer, lease.Topic)
 	}
+	now := s.opts.Now().UnixMilli()
 	res, err := tx.ExecContext(ctx, fencedSQL, k.Consumer, k.Topic, int64(k.Partition), offset, "",
-		s.opts.Now().UnixMilli(), lease.Holder, lease.Generation)
+		now, lease.Holder, lease.Generation, entryCRC(k, offset, "", now))
 	if err != nil {
 		return wrap(err, "commit %v in transaction under lease", k)
 	}

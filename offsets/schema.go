@@ -34,10 +34,13 @@ var migrations = []string{
 		name TEXT    NOT NULL PRIMARY KEY,
 		next INTEGER NOT NULL CHECK (next >= 0)
 	) WITHOUT ROWID;`,
+	// 3: a checksum of each committed offset's row (entryCRC); rows from
+	// before it are filled in by Open (fillCRCs).
+	`ALTER TABLE passbook_offsets ADD COLUMN crc INTEGER;`,
 }
 
 // SchemaVersion is the schema version this build writes: len(migrations).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate brings the database named name to len(list) in one
 // transaction, or refuses one from a newer version with ErrSchemaVersion.

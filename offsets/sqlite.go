@@ -19,11 +19,11 @@ import (
 const pageSize = 1024
 
 const (
-	upsertSQL = `INSERT INTO passbook_offsets (consumer, topic, partition, next_offset, metadata, updated_ms)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+	upsertSQL = `INSERT INTO passbook_offsets (consumer, topic, partition, next_offset, metadata, updated_ms, crc)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 		ON CONFLICT (consumer, topic, partition) DO UPDATE SET
-			next_offset = excluded.next_offset, metadata = excluded.metadata, updated_ms = excluded.updated_ms`
-	committedSQL = `SELECT next_offset FROM passbook_offsets
+			next_offset = excluded.next_offset, metadata = excluded.metadata, updated_ms = excluded.updated_ms, crc = excluded.crc`
+	committedSQL = `SELECT next_offset, metadata, updated_ms, crc FROM passbook_offsets
 		WHERE consumer = ?1 AND topic = ?2 AND partition = ?3`
 )
 
@@ -111,6 +111,9 @@ func (s *SQLite) setup(c *sqlite3.Conn) error {
 	}
 	if err := migrate(c, s.path, migrations); err != nil {
 		return err
+	}
+	if err := fillCRCs(c); err != nil {
+		return fmt.Errorf("checksum the committed offsets: %w", err)
 	}
 	if !s.opts.Shared {
 		// Take the write lock now and keep it: a second owner fails at
@@ -307,8 +310,9 @@ func (st *keyStmt) bindKey(k Key) error {
 	return st.BindInt64(3, int64(k.Partition))
 }
 
-// bindUpsert binds the parameters of upsertSQL and fencedSQL.
-func (st *keyStmt) bindUpsert(k Key, offset int64, metadata string, nowMs int64) error {
+// bindUpsert binds the parameters of upsertSQL and fencedSQL; crcAt is
+// the checksum's parameter (7 in upsertSQL, 9 in fencedSQL).
+func (st *keyStmt) bindUpsert(k Key, offset int64, metadata string, nowMs int64, crcAt int) error {
 	if err := st.bindKey(k); err != nil {
 		return err
 	}
@@ -318,7 +322,10 @@ func (st *keyStmt) bindUpsert(k Key, offset int64, metadata string, nowMs int64)
 	if err := st.BindText(5, metadata); err != nil {
 		return err
 	}
-	return st.BindInt64(6, nowMs)
+	if err := st.BindInt64(6, nowMs); err != nil {
+		return err
+	}
+	return st.BindInt64(crcAt, entryCRC(k, offset, metadata, nowMs))
 }
 
 // Committed returns k's committed offset, or an error matching ErrNotFound.
@@ -336,6 +343,9 @@ func (s *SQLite) Committed(ctx context.Context, k Key) (int64, error) {
 		}
 		if st.Step() {
 			offset, found = st.ColumnInt64(0), true
+			if err := checkCRC(k, offset, st.ColumnText(1), st.ColumnInt64(2), st.Stmt, 3); err != nil {
+				return err
+			}
 		}
 		return st.Err()
 	})
@@ -355,7 +365,7 @@ func (s *SQLite) Commit(ctx context.Context, k Key, offset int64) error {
 	}
 	now := s.opts.Now().UnixMilli()
 	err := s.do(ctx, func(c *sqlite3.Conn) error {
-		if err := s.mu.upsert.bindUpsert(k, offset, "", now); err != nil {
+		if err := s.mu.upsert.bindUpsert(k, offset, "", now, 7); err != nil {
 			return err
 		}
 		return s.mu.upsert.Exec()
@@ -392,14 +402,14 @@ func (s *SQLite) CommitEntries(ctx context.Context, entries []Entry) error {
 			// would only cost two more statements (a Kafka consumer
 			// committing after each record sends one entry at a time).
 			e := entries[0]
-			if err := s.mu.upsert.bindUpsert(e.Key, e.Offset, e.Metadata, now); err != nil {
+			if err := s.mu.upsert.bindUpsert(e.Key, e.Offset, e.Metadata, now, 7); err != nil {
 				return err
 			}
 			return s.mu.upsert.Exec()
 		}
 		return txLocked(c, func() error {
 			for _, e := range entries {
-				if err := s.mu.upsert.bindUpsert(e.Key, e.Offset, e.Metadata, now); err != nil {
+				if err := s.mu.upsert.bindUpsert(e.Key, e.Offset, e.Metadata, now, 7); err != nil {
 					return err
 				}
 				if err := s.mu.upsert.Exec(); err != nil {
@@ -423,8 +433,9 @@ func (s *SQLite) CommitTx(ctx context.Context, tx *sql.Tx, k Key, offset int64) 
 	if err == nil {
 		// A statement prepared once runs ~1.4x faster than tx.ExecContext,
 		// and Tx.StmtContext refuses a tx of another *sql.DB.
+		now := s.opts.Now().UnixMilli()
 		_, err = tx.StmtContext(ctx, st).ExecContext(ctx,
-			k.Consumer, k.Topic, int64(k.Partition), offset, "", s.opts.Now().UnixMilli())
+			k.Consumer, k.Topic, int64(k.Partition), offset, "", now, entryCRC(k, offset, "", now))
 	}
 	return wrap(err, "commit %v in transaction", k)
 }
@@ -480,7 +491,7 @@ func (f Filter) bind(st *sqlite3.Stmt) error {
 func (s *SQLite) List(ctx context.Context, f Filter) ([]Entry, error) {
 	var list []Entry
 	err := s.do(ctx, func(c *sqlite3.Conn) error {
-		st, _, err := c.Prepare(`SELECT consumer, topic, partition, next_offset, metadata, updated_ms
+		st, _, err := c.Prepare(`SELECT consumer, topic, partition, next_offset, metadata, updated_ms, crc
 			FROM passbook_offsets` + f.where() + ` ORDER BY consumer, topic, partition`)
 		if err != nil {
 			return err
@@ -490,12 +501,17 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]Entry, error) {
 			return err
 		}
 		for st.Step() {
-			list = append(list, Entry{
-				Key:       Key{Consumer: st.ColumnText(0), Topic: st.ColumnText(1), Partition: int32(st.ColumnInt64(2))},
-				Offset:    st.ColumnInt64(3),
-				Metadata:  st.ColumnText(4),
-				UpdatedAt: timeMs(st.ColumnInt64(5)),
-			})
+			e := Entry{
+				Key:      Key{Consumer: st.ColumnText(0), Topic: st.ColumnText(1), Partition: int32(st.ColumnInt64(2))},
+				Offset:   st.ColumnInt64(3),
+				Metadata: st.ColumnText(4),
+			}
+			ms := st.ColumnInt64(5)
+			if err := checkCRC(e.Key, e.Offset, e.Metadata, ms, st, 6); err != nil {
+				return err
+			}
+			e.UpdatedAt = timeMs(ms)
+			list = append(list, e)
 		}
 		return st.Err()
 	})
