@@ -18,6 +18,13 @@ go vet ./...
 echo "== go test -race"
 go test -race -timeout 20m ./...
 
+# The side-by-side harness is its own module (the peers' clients stay out
+# of passbook's go.mod); its quick run (N = 10,000, one trial, the peers
+# installed here) keeps it from rotting.
+echo "== go test -race (bench/)"
+go vet -C bench ./...
+go test -C bench -race -timeout 10m ./...
+
 for script in tests/clients/*.sh tests/clients/*/run.sh; do
   [ -f "$script" ] || continue
   echo "== $script"
