@@ -32,6 +32,7 @@ const (
 	CodeOutOfRange       = "offset_out_of_range"    // 416: outside [start offset, head]
 	CodeGap              = "records_deleted"        // 416: retention deleted records the consumer never read
 	CodeUnavailable      = "unavailable"            // 503: the DB is closed or the server shutting down
+	CodeCorrupt          = "corrupt_data"           // 500: stored data failed its checksum (run passbook verify)
 	CodeInternal         = "internal"               // 500
 )
 
@@ -94,6 +95,8 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "%s", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "request canceled: %s", err)
+	case errors.Is(err, storage.ErrCorrupt), errors.Is(err, offsets.ErrCorrupt):
+		return errorf(http.StatusInternalServerError, CodeCorrupt, "%s (passbook verify reports the damage, passbook repair mends what it can)", err)
 	}
 	return errorf(http.StatusInternalServerError, CodeInternal, "%s", err)
 }
