@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,9 +14,10 @@ import (
 // and in-process server, to explain a broken promise after the fact
 // without printing every trial's chatter.
 type diagLog struct {
-	mu    sync.Mutex
-	lines []string
-	next  int
+	mu     sync.Mutex
+	lines  []string
+	next   int
+	marked string // the lines kept when mark was first called
 }
 
 const diagLines = 400
@@ -59,7 +59,23 @@ func (d *diagLog) server() *slog.Logger {
 	return slog.New(slog.NewTextHandler(d, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// dump writes the lines kept to w under a heading.
-func (d *diagLog) dump(w io.Writer, why string) {
-	fmt.Fprintf(w, "---- %s: the last %d lines of the Kafka client and server logs ----\n%s----\n", why, diagLines, d.String())
+// mark notes a broken promise (the ledger's onRewind) and keeps the
+// lines logged up to it, which hold its cause; only the first counts.
+func (d *diagLog) mark(note string) {
+	d.Write([]byte("TORTURE: " + note))
+	s := fmt.Sprintf("---- %s: the last %d lines of the Kafka client and server logs ----\n%s----", note, diagLines, d.String())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.marked == "" {
+		d.marked = s
+	}
+}
+
+// report adds the lines kept by mark, if any, to t's notes.
+func (d *diagLog) report(t *tally) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.marked != "" {
+		t.notef("%s", d.marked)
+	}
 }

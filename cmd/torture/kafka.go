@@ -40,17 +40,7 @@ type kafkaWork struct {
 	tag  string
 	rng  *rand.Rand
 	errs chan error
-	// diag, when set, keeps the consumer client's log; a consumer going
-	// back below its last commit leaves it in rewound.
-	diag    *diagLog
-	rewound string
-}
-
-// report adds what run saw that the ledger cannot explain to t's notes.
-func (w *kafkaWork) report(t *tally) {
-	if w.rewound != "" {
-		t.notef("%s", w.rewound)
-	}
+	diag *diagLog // keeps the consumer client's log
 }
 
 // run creates the topic if needed, then produces and consumes until ctx
@@ -139,15 +129,6 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 		cl.Close()
 	}()
 	w.sink.Started(groupName, groupDelivery, start)
-	next, committed := map[int32]int64{}, map[int32]int64{}
-	var rewound string
-	defer func() {
-		if rewound != "" {
-			var b strings.Builder
-			w.diag.dump(&b, rewound)
-			w.rewound = b.String()
-		}
-	}()
 	for ctx.Err() == nil {
 		cl.AllowRebalance()
 		fs := cl.PollRecords(ctx, pollRecords)
@@ -156,11 +137,6 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 		}
 		recs := fs.Records()
 		for _, r := range recs {
-			if c, ok := committed[r.Partition]; ok && r.Offset < c && r.Offset < next[r.Partition] && rewound == "" {
-				rewound = fmt.Sprintf("partition %d went back to %d after %d; %d was committed", r.Partition, r.Offset, next[r.Partition]-1, c)
-				w.diag.Write([]byte("TORTURE: " + rewound))
-			}
-			next[r.Partition] = r.Offset + 1
 			if !w.sink.Processed(groupName, r.Partition, r.Offset, string(r.Value)) {
 				return
 			}
@@ -176,7 +152,6 @@ func (w *kafkaWork) consume(ctx context.Context, start map[int32]int64) {
 			}
 			for p, off := range upto {
 				w.sink.Committed(groupName, p, off)
-				committed[p] = off
 			}
 		}
 	}
@@ -234,9 +209,11 @@ func waitAcked(lg *ledger, d time.Duration) bool {
 func (e *env) kill9Kafka() (t tally) {
 	t.trials = 1
 	diag := newDiagLog()
+	defer diag.report(&t)
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	lg := newLedger()
+	lg.onRewind = diag.mark
 	srv, addr, err := e.serve(dir, diag)
 	if err != nil {
 		t.verifyBad++
@@ -258,7 +235,6 @@ func (e *env) kill9Kafka() (t tally) {
 	if err := <-done; err != nil {
 		t.notef("workload before the kill: %v", err)
 	}
-	w.report(&t)
 	lg.Fault()
 	t.faults++
 	lg.Resume(nil)
@@ -275,7 +251,6 @@ func (e *env) kill9Kafka() (t tally) {
 		t.verifyBad++
 		t.notef("workload after kill -9: %v", err)
 	}
-	w.report(&t)
 	srv.Process.Signal(syscall.SIGTERM)
 	if err := srv.Wait(); err != nil {
 		t.verifyBad++
@@ -313,6 +288,7 @@ func inProcess(db *passbook.DB, diag *diagLog) (*kafka.Server, string, error) {
 func (e *env) powerLossKafka() (t tally) {
 	t.trials = 1
 	diag := newDiagLog()
+	defer diag.report(&t)
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	mem := newMem(dir)
@@ -330,6 +306,7 @@ func (e *env) powerLossKafka() (t tally) {
 		return
 	}
 	lg := newLedger()
+	lg.onRewind = diag.mark
 	w := &kafkaWork{addr: addr, sink: lg, diag: diag, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 10))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -345,7 +322,6 @@ func (e *env) powerLossKafka() (t tally) {
 	ks.Close()
 	cancel()
 	<-done
-	w.report(&t)
 	db.Close()
 	e.repairAfterPowerLoss(dir, crashed, lg, &t)
 	db, err = passbook.Open(dir, &passbook.Options{FS: crashed})
@@ -367,7 +343,6 @@ func (e *env) powerLossKafka() (t tally) {
 			t.notef("workload after the power loss: %v", err)
 		}
 		cancel()
-		w.report(&t)
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		ks.Shutdown(sctx)
 		scancel()
@@ -416,12 +391,14 @@ func (e *env) repairAfterPowerLoss(dir string, fsys vfs.FS, lg *ledger, t *tally
 func (e *env) diskErrorKafka() (t tally) {
 	t.trials = 1
 	diag := newDiagLog()
+	defer diag.report(&t)
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	mem := newMem(dir)
 	at := e.rng.IntN(max(int(e.ops), 200))
 	faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: at, Kinds: vfs.OpWrite | vfs.OpSync | vfs.OpSyncDir, ShortWrite: e.rng.IntN(2) == 0})
 	lg := newLedger()
+	lg.onRewind = diag.mark
 	db, err := passbook.Open(dir, &passbook.Options{FS: faulty})
 	if err == nil {
 		if ks, addr, err := inProcess(db, diag); err == nil {
@@ -431,7 +408,6 @@ func (e *env) diskErrorKafka() (t tally) {
 				t.notef("workload with a disk fault: %v", err)
 			}
 			cancel()
-			w.report(&t)
 			ks.Close()
 		}
 	}

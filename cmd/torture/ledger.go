@@ -89,6 +89,9 @@ type ledger struct {
 	// partition, for consumers that report them (the Kafka group).
 	commits     map[string]map[int32]int64
 	rewindNotes []string
+	// onRewind, if set, is called with each note of a consumer going
+	// back below its last commit (the Kafka trials keep their logs).
+	onRewind func(note string)
 }
 
 // Committed records a commit that succeeded: the consumer's next offset
@@ -198,7 +201,11 @@ func (lg *ledger) Processed(name string, p int32, off int64, value string) bool 
 		r.rewinds[pos{p, off}] = true
 		if c, ok := lg.commits[name][p]; ok && off < c {
 			r.rewindBeyond += c - off
-			lg.rewindNotes = append(lg.rewindNotes, fmt.Sprintf("%s partition %d: went back to %d after processing up to %d; %d was committed", name, p, off, next-1, c))
+			note := fmt.Sprintf("%s partition %d: went back to %d after processing up to %d; %d was committed", name, p, off, next-1, c)
+			lg.rewindNotes = append(lg.rewindNotes, note)
+			if lg.onRewind != nil {
+				lg.onRewind(note)
+			}
 		} else {
 			r.within += next - off
 		}
