@@ -404,10 +404,11 @@ func deleteEntry(c *sqlite3.Conn, k offsets.Key) error {
 	if err != nil {
 		return err
 	}
-	st.BindText(1, k.Consumer)
-	st.BindText(2, k.Topic)
-	st.BindInt64(3, int64(k.Partition))
-	return errors.Join(st.Exec(), st.Close())
+	err = errors.Join(st.BindText(1, k.Consumer), st.BindText(2, k.Topic), st.BindInt64(3, int64(k.Partition)))
+	if err == nil {
+		err = st.Exec()
+	}
+	return errors.Join(err, st.Close())
 }
 
 // query runs a statement and calls row for each row.

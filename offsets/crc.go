@@ -83,15 +83,15 @@ func fillCRCs(c *sqlite3.Conn) error {
 		return err
 	}
 	for _, r := range rows {
-		upd.BindText(1, r.k.Consumer)
-		upd.BindText(2, r.k.Topic)
-		upd.BindInt64(3, int64(r.k.Partition))
-		upd.BindInt64(4, entryCRC(r.k, r.off, r.meta, r.ms))
-		if err := upd.Exec(); err != nil {
+		err := errors.Join(upd.BindText(1, r.k.Consumer), upd.BindText(2, r.k.Topic),
+			upd.BindInt64(3, int64(r.k.Partition)), upd.BindInt64(4, entryCRC(r.k, r.off, r.meta, r.ms)))
+		if err == nil {
+			err = upd.Exec()
+		}
+		if err != nil {
 			c.Exec(`ROLLBACK`)
 			return err
 		}
-		upd.Reset()
 	}
 	return c.Exec(`COMMIT`)
 }

@@ -25,9 +25,11 @@ and print exactly what it did:
     <name>.aside-<time>: the log then starts after the damage, as after
     retention, and a consumer behind that point is told of the gap. The
     offsets taken out of the log are printed;
-  - a committed offset past its partition's head is set to the head.
+  - a committed offset past its partition's head is set to the head;
+  - a committed offset that fails its checksum is deleted, its stored value
+    printed: its consumer starts where its reset policy says.
 
-Nothing is deleted: read what was moved aside with passbook dump FILE. Then
+No record is deleted: read what was moved aside with passbook dump FILE. Then
 the directory is verified again; the exit code is 1 if anything is still
 wrong (an offset store that fails SQLite's integrity check cannot be
 repaired: restore it from a backup, or move it aside).`,

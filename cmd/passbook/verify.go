@@ -20,8 +20,8 @@ every batch of every segment (its header, CRC-32C and records), that offsets
 run densely from batch to batch and segment to segment (compacted topics
 skip offsets only where compaction may), that every index and time index
 entry leads to its batch, the checkpoints, every topic's configuration, and
-the offset store (SQLite's integrity check, and every committed offset
-within [0, head] of its partition).
+the offset store (SQLite's integrity check, every committed offset's
+checksum, and every committed offset within [0, head] of its partition).
 
 Each problem is printed with its file and byte position and the offsets it
 affects. The exit code is 0 when nothing is wrong, 1 otherwise. See

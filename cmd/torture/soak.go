@@ -127,7 +127,7 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	stop()
 	wg.Wait()
-	return verdict(stdout, rows, s)
+	return verdict(stdout, rows)
 }
 
 func kmsgStr(s string) *string { return &s }
@@ -311,7 +311,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float
 // a passing bump does not count as growth: every 5 minutes each franz-go
 // client refreshes its metadata on a new connection, which the server
 // holds for about a minute (two goroutines and a file each).
-func verdict(w io.Writer, rows []soakRow, s *soaker) error {
+func verdict(w io.Writer, rows []soakRow) error {
 	if len(rows) < 6 {
 		return fmt.Errorf("too few samples (%d)", len(rows))
 	}
@@ -326,15 +326,14 @@ func verdict(w io.Writer, rows []soakRow, s *soaker) error {
 	fmt.Fprintf(w, "acknowledged %s, consumed %s, failed %s\n", thousands.Int(last.acked), thousands.Int(last.consumed), thousands.Int(last.failed))
 	fmt.Fprintf(w, "medians, first third → last third after the warm-up (%s): RSS %.1f → %.1f MiB (max %.1f), goroutines %d → %d (max %d), open files %d → %d (max %d)\n",
 		after[0].elapsed.Round(time.Second), start.rssMiB, end.rssMiB, maxRSS, start.goroutines, end.goroutines, maxG, start.fds, end.fds, maxFD)
-	warm := start
 	var problems []string
-	if end.rssMiB > warm.rssMiB*1.25+8 {
+	if end.rssMiB > start.rssMiB*1.25+8 {
 		problems = append(problems, "memory grew")
 	}
-	if end.goroutines > warm.goroutines+10 {
+	if end.goroutines > start.goroutines+10 {
 		problems = append(problems, "goroutines grew")
 	}
-	if end.fds > warm.fds+10 {
+	if end.fds > start.fds+10 {
 		problems = append(problems, "open files grew")
 	}
 	if last.failed > 0 {

@@ -36,7 +36,7 @@ func TestVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := verdict(io.Discard, tt.rows, nil)
+			err := verdict(io.Discard, tt.rows)
 			if (err == nil) != tt.flat {
 				t.Errorf("verdict = %v, want flat %v", err, tt.flat)
 			}
