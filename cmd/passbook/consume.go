@@ -84,7 +84,7 @@ Without --follow it stops at the head.`,
 			if max > 0 {
 				total = min(total, max)
 			}
-			bar := newProgress(e.stderr, "consume", total)
+			bar := newProgress(e.stdout, e.stderr, "consume", total, unitRecords)
 			out := bufio.NewWriterSize(e.stdout, 64<<10)
 			count := int64(0)
 			began := time.Now()
@@ -114,7 +114,7 @@ Without --follow it stops at the head.`,
 				}
 			}
 			bar.add(int(count & 1023))
-			bar.done()
+			bar.finish(err)
 			if errors.Is(err, context.Canceled) {
 				err = nil // Ctrl-C while following: a normal way to stop
 			}

@@ -59,10 +59,10 @@ when the topic has more than one partition).`,
 			}
 			defer db.Close()
 			p := &producer{t: t, d: d, keySep: []byte(keySep), print: printOffsets, out: bufio.NewWriter(e.stdout)}
-			bar := newProgress(e.stderr, "produce", total)
+			bar := newProgress(e.stdout, e.stderr, "produce", total, unitBytes)
 			began := time.Now()
 			err = p.run(in, maxLine, bar)
-			bar.done()
+			bar.finish(err)
 			if err != nil {
 				return err
 			}

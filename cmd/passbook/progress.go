@@ -7,6 +7,14 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 )
 
+// unit is what a progress bar counts.
+type unit int
+
+const (
+	unitRecords unit = iota // records, shown as counts
+	unitBytes               // bytes, shown with units (KiB, MiB, …)
+)
+
 // progress is a progress bar on stderr, drawn only when stderr is a
 // terminal; otherwise every method does nothing.
 type progress struct {
@@ -14,8 +22,10 @@ type progress struct {
 	bar *mpb.Bar
 }
 
-// newProgress starts a bar counting to total (0: unknown) named name.
-func newProgress(stderr io.Writer, name string, total int64) *progress {
+// newProgress starts a bar named name counting to total (0: unknown) in
+// unit u. stdout is passed so that the bar never hides data the command
+// writes there.
+func newProgress(stdout, stderr io.Writer, name string, total int64, u unit) *progress {
 	if !isTerminal(stderr) {
 		return &progress{}
 	}
@@ -33,8 +43,9 @@ func (pr *progress) add(n int) {
 	}
 }
 
-// done completes the bar and waits for it to be drawn.
-func (pr *progress) done() {
+// finish ends the bar in the state the command ended in: complete when
+// err is nil, stopped where it was otherwise; it waits for the last draw.
+func (pr *progress) finish(err error) {
 	if pr.bar != nil {
 		pr.bar.SetTotal(-1, true)
 		pr.p.Wait()

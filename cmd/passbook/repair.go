@@ -37,7 +37,7 @@ repaired: restore it from a backup, or move it aside).`,
   passbook repair --data ./data`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pr := &lazyProgress{stderr: e.stderr, name: "repair"}
+			pr := &lazyProgress{stdout: e.stdout, stderr: e.stderr, name: "repair"}
 			r, err := passbook.Repair(e.data, &passbook.CheckOptions{DryRun: dry, Progress: pr.update})
 			pr.done()
 			if err != nil {

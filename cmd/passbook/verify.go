@@ -30,7 +30,7 @@ passbook repair to fix what can be fixed.`,
   passbook verify --data ./data --quiet && echo clean`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pr := &lazyProgress{stderr: e.stderr, name: "verify"}
+			pr := &lazyProgress{stdout: e.stdout, stderr: e.stderr, name: "verify"}
 			r, err := passbook.Verify(e.data, &passbook.CheckOptions{Progress: pr.update})
 			pr.done()
 			if err != nil {
@@ -105,6 +105,7 @@ func pluralInt(n int64, word string) string {
 // lazyProgress is a progress bar started at the first update, when the
 // total is known.
 type lazyProgress struct {
+	stdout io.Writer
 	stderr io.Writer
 	name   string
 	bar    *progress
@@ -113,7 +114,7 @@ type lazyProgress struct {
 
 func (l *lazyProgress) update(done, total int64) {
 	if l.bar == nil {
-		l.bar = newProgress(l.stderr, l.name+" (bytes)", total)
+		l.bar = newProgress(l.stdout, l.stderr, l.name, total, unitBytes)
 	}
 	l.bar.add(int(done - l.last))
 	l.last = done
@@ -121,6 +122,6 @@ func (l *lazyProgress) update(done, total int64) {
 
 func (l *lazyProgress) done() {
 	if l.bar != nil {
-		l.bar.done()
+		l.bar.finish(nil)
 	}
 }
