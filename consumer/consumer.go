@@ -57,11 +57,12 @@ type Consumer struct {
 }
 
 type part struct {
-	p       int32
-	log     *storage.Log
-	reader  *storage.Reader
-	next    int64 // next offset to read
-	pending int64 // handled but not committed, for CommitEvery; −1 none
+	p         int32
+	log       *storage.Log
+	reader    *storage.Reader
+	next      int64 // next offset to read
+	committed int64 // the last offset committed (or the start position): Commit skips a partition that has not moved
+	pending   int64 // handled but not committed, for CommitEvery; −1 none
 }
 
 // New opens a consumer: it takes the name's lease on the topic, reads the
@@ -81,11 +82,10 @@ func New(ctx context.Context, src Source, store *offsets.SQLite, opts Options) (
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s on %s: %w", o.Name, src.Name(), err)
 	}
-	parts := o.Partitions
-	if parts == nil {
-		for p := range src.Partitions() {
-			parts = append(parts, int32(p))
-		}
+	parts, err := partitionList(src, o.Partitions)
+	if err != nil {
+		c.release()
+		return nil, err
 	}
 	for _, p := range parts {
 		l, err := src.Partition(p)
@@ -98,7 +98,7 @@ func New(ctx context.Context, src Source, store *offsets.SQLite, opts Options) (
 			c.release()
 			return nil, err
 		}
-		c.parts = append(c.parts, &part{p: p, log: l, reader: l.NewReader(next), next: next, pending: -1})
+		c.parts = append(c.parts, &part{p: p, log: l, reader: l.NewReader(next), next: next, committed: next, pending: -1})
 	}
 	go c.renew()
 	return c, nil
@@ -110,7 +110,7 @@ func (c *Consumer) position(ctx context.Context, p int32, l *storage.Log) (int64
 	key := offsets.Key{Consumer: c.o.Name, Topic: c.src.Name(), Partition: p}
 	next, err := c.store.Committed(ctx, key)
 	if errors.Is(err, offsets.ErrNotFound) {
-		return startOffset(c.o.Start, l)
+		return startOffset(c.o.Start, c.src.Name(), p, l)
 	}
 	if err != nil {
 		return 0, err
@@ -135,13 +135,37 @@ func (c *Consumer) position(ctx context.Context, p int32, l *storage.Log) (int64
 	return 0, gap
 }
 
-func startOffset(s Start, l *storage.Log) (int64, error) {
+// partitionList returns the partitions asked for (nil: all of src's),
+// refusing one src does not have or one named twice.
+func partitionList(src Source, asked []int32) ([]int32, error) {
+	n := src.Partitions()
+	if asked == nil {
+		all := make([]int32, n)
+		for p := range all {
+			all[p] = int32(p)
+		}
+		return all, nil
+	}
+	seen := make(map[int32]bool, len(asked))
+	for _, p := range asked {
+		if p < 0 || int(p) >= n {
+			return nil, &PartitionError{Topic: src.Name(), Partition: p, Partitions: n}
+		}
+		if seen[p] {
+			return nil, &PartitionError{Topic: src.Name(), Partition: p, Partitions: n, Duplicate: true}
+		}
+		seen[p] = true
+	}
+	return asked, nil
+}
+
+func startOffset(s Start, topic string, p int32, l *storage.Log) (int64, error) {
 	switch s.kind {
 	case startLatest:
 		return l.Head(), nil
 	case startAtOffset:
-		if s.offset < l.StartOffset() || s.offset > l.Head() {
-			return 0, &storage.OutOfRangeError{Offset: s.offset, Start: l.StartOffset(), Head: l.Head()}
+		if start, head := l.StartOffset(), l.Head(); s.offset < start || s.offset > head {
+			return 0, &RangeError{Topic: topic, Partition: p, Offset: s.offset, Start: start, Head: head}
 		}
 		return s.offset, nil
 	case startTime:
@@ -190,6 +214,11 @@ func (c *Consumer) run(ctx context.Context, h Handler, follow bool, mode Commit)
 	lastCommit := time.Now()
 	n := 0
 	for {
+		// Once a burst, so that a cancelled run stops within 4,096
+		// records a partition rather than at the head.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		progressed := false
 		for _, pt := range c.parts {
 			// A burst per partition keeps them fair without a syscall
@@ -244,7 +273,7 @@ func (c *Consumer) handle(ctx context.Context, h Handler, pt *part, rec batch.Re
 		if err := c.commit(ctx, pt.p, next); err != nil {
 			return err
 		}
-		pt.next = next
+		pt.next, pt.committed = next, next
 		return h(ctx, m)
 	}
 	herr := h(ctx, m)
@@ -257,6 +286,7 @@ func (c *Consumer) handle(ctx context.Context, h Handler, pt *part, rec batch.Re
 		if err := c.commit(ctx, pt.p, next); err != nil {
 			return err
 		}
+		pt.committed = next
 	case CommitEvery:
 		pt.pending = next
 	}
@@ -304,12 +334,19 @@ func (c *Consumer) commit(ctx context.Context, p int32, next int64) error {
 	return nil
 }
 
-// Commit commits the consumer's current positions (what it has handled)
-// now, whatever the mode. CommitEvery calls it for you.
+// Commit commits the consumer's current positions (the offset after the
+// last record each partition's handler returned from) now, whatever the
+// mode, on every partition whose position moved since its last commit;
+// one that has not moved is not written. It is for a caller that runs
+// with CommitNone and decides itself when what it handled is done — the
+// CLI commits once its output has reached the operating system.
 func (c *Consumer) Commit(ctx context.Context) error {
 	for _, pt := range c.parts {
-		if err := c.commit(ctx, pt.p, pt.next); err != nil {
-			return err
+		if pt.next != pt.committed {
+			if err := c.commit(ctx, pt.p, pt.next); err != nil {
+				return err
+			}
+			pt.committed = pt.next
 		}
 		pt.pending = -1
 	}
@@ -322,7 +359,7 @@ func (c *Consumer) commitPending(ctx context.Context) error {
 			if err := c.commit(ctx, pt.p, pt.pending); err != nil {
 				return err
 			}
-			pt.pending = -1
+			pt.committed, pt.pending = pt.pending, -1
 		}
 	}
 	return nil

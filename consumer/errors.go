@@ -3,6 +3,8 @@ package consumer
 import (
 	"errors"
 	"fmt"
+
+	"github.com/passbook-log/passbook/storage"
 )
 
 var (
@@ -33,3 +35,76 @@ func (e *GapError) Error() string {
 
 // Is makes errors.Is(err, ErrGap) true.
 func (e *GapError) Is(target error) bool { return target == ErrGap }
+
+// RangeError reports a starting offset (consume --from, replay --to, the
+// Start option, Seek) outside what a partition holds: a consumer can start
+// at any offset from the log start to the head, the head meaning "only
+// records appended from now on". It matches storage.ErrOutOfRange and
+// ErrInvalid under errors.Is: it is bad input, and nothing was changed.
+type RangeError struct {
+	Topic     string
+	Partition int32
+	Offset    int64 // the offset asked for
+	Start     int64 // the log start offset: the earliest record kept
+	Head      int64 // the next offset to be assigned
+	// Option is how the caller's user names the choice, e.g. "--from"
+	// (the suggestion then reads "use --from earliest (0) …"); empty:
+	// plain earliest and latest.
+	Option string
+}
+
+func (e *RangeError) Error() string {
+	where := fmt.Sprintf("%s/%d", e.Topic, e.Partition)
+	var held string
+	switch {
+	case e.Start == e.Head && e.Head == 0:
+		held = "it is empty, so the only valid offset is 0"
+	case e.Start == e.Head:
+		held = fmt.Sprintf("it holds no records now (retention deleted offsets below %d), so the only valid offset is %d", e.Start, e.Head)
+	default:
+		held = fmt.Sprintf("valid offsets are %d to %d (it holds %d to %d; %d is the head, where only new records are read)",
+			e.Start, e.Head, e.Start, e.Head-1, e.Head)
+	}
+	what := "is past the head"
+	if e.Offset < e.Start {
+		what = "is below the log start"
+		if e.Offset >= 0 && e.Start > 0 {
+			what = fmt.Sprintf("was deleted by retention (the log starts at %d)", e.Start)
+		}
+	}
+	opt := ""
+	if e.Option != "" {
+		opt = e.Option + " "
+	}
+	return fmt.Sprintf("consumer: offset %d on %s %s: %s; use %searliest (%d) or %slatest (%d) instead",
+		e.Offset, where, what, held, opt, e.Start, opt, e.Head)
+}
+
+// Is makes errors.Is(err, storage.ErrOutOfRange) and errors.Is(err,
+// ErrInvalid) true.
+func (e *RangeError) Is(target error) bool {
+	return target == storage.ErrOutOfRange || target == ErrInvalid
+}
+
+// PartitionError reports a partition the topic does not have (or one
+// named twice). It matches ErrInvalid.
+type PartitionError struct {
+	Topic      string
+	Partition  int32
+	Partitions int  // how many the topic has
+	Duplicate  bool // named more than once
+}
+
+func (e *PartitionError) Error() string {
+	if e.Duplicate {
+		return fmt.Sprintf("consumer: partition %d of %s is named twice", e.Partition, e.Topic)
+	}
+	valid := fmt.Sprintf("its partitions are 0 to %d", e.Partitions-1)
+	if e.Partitions == 1 {
+		valid = "its only partition is 0"
+	}
+	return fmt.Sprintf("consumer: topic %s has no partition %d: %s", e.Topic, e.Partition, valid)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *PartitionError) Is(target error) bool { return target == ErrInvalid }

@@ -50,7 +50,9 @@ func Lag(ctx context.Context, store offsets.Store, src Source, consumer string) 
 // Seek moves consumer's committed offsets on src (all partitions, or the
 // given ones) to the position to: earliest for a replay of everything,
 // latest to skip, an offset, or a time. It refuses while the consumer runs
-// elsewhere (its lease is held). It returns the new offsets.
+// elsewhere (its lease is held). An offset outside a partition's range
+// (a *RangeError) or an unknown partition (a *PartitionError) moves
+// nothing. It returns the new offsets.
 func Seek(ctx context.Context, store *offsets.SQLite, src Source, consumer string, to Start, partitions []int32) (map[int32]int64, error) {
 	if consumer == "" {
 		return nil, fmt.Errorf("%w: a consumer needs a name", ErrInvalid)
@@ -60,25 +62,28 @@ func Seek(ctx context.Context, store *offsets.SQLite, src Source, consumer strin
 		return nil, fmt.Errorf("consumer %s on %s: cannot move its offsets while it runs: %w", consumer, src.Name(), err)
 	}
 	defer store.Release(context.WithoutCancel(ctx), lease)
-	if partitions == nil {
-		for p := range src.Partitions() {
-			partitions = append(partitions, int32(p))
+	partitions, err = partitionList(src, partitions)
+	if err != nil {
+		return nil, err
+	}
+	// Every target is found before anything is written, so that an
+	// offset out of range on one partition moves none.
+	targets := make([]int64, len(partitions))
+	for i, p := range partitions {
+		l, err := src.Partition(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		if targets[i], err = startOffset(to, src.Name(), p, l); err != nil {
+			return nil, err
 		}
 	}
 	moved := map[int32]int64{}
-	for _, p := range partitions {
-		l, err := src.Partition(p)
-		if err != nil {
-			return moved, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		off, err := startOffset(to, l)
-		if err != nil {
+	for i, p := range partitions {
+		if err := store.CommitFenced(ctx, lease, offsets.Key{Consumer: consumer, Topic: src.Name(), Partition: p}, targets[i]); err != nil {
 			return moved, err
 		}
-		if err := store.CommitFenced(ctx, lease, offsets.Key{Consumer: consumer, Topic: src.Name(), Partition: p}, off); err != nil {
-			return moved, err
-		}
-		moved[p] = off
+		moved[p] = targets[i]
 	}
 	return moved, nil
 }

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 	"unicode/utf8"
 
@@ -31,11 +32,33 @@ again resumes where the last run stopped. --from says where a consumer with
 nothing committed starts; to move a consumer that has committed, use
 'passbook replay'.
 
---commit picks the delivery semantics: after (commit after each record is
-printed: at-least-once, the default), before (at-most-once), every=N or
-every=DURATION (commit in windows: fast, at-least-once), or none.
+Output goes to stdout in buffers of 64 KiB. A record's offset is committed
+only once its line has been handed to the operating system (the write to
+stdout has returned), never while it is still in the buffer. --commit says
+when, and so what a kill -9 can cost:
 
-Without --follow it stops at the head.`,
+  after          (the default) write a buffer, then commit the offset after
+                 its last record: at-least-once. A kill re-delivers at most
+                 the last buffer written (64 KiB of output) and loses nothing.
+  before         commit the offsets a buffer covers, then write it:
+                 at-most-once. A kill loses at most one buffer (64 KiB) and
+                 delivers nothing twice.
+  every=N        as after, but written and committed at least every N
+                 records: a kill re-delivers at most N records.
+  every=DURATION as after, but committed only when DURATION has passed since
+                 the last commit: a kill re-delivers at most the records
+                 written since the last commit (those of up to DURATION,
+                 plus one buffer).
+  none           never commit: read without moving the bookmark.
+
+Every mode writes out what it holds and commits at the head, before waiting
+with --follow, and when it stops. On Ctrl-C (SIGINT) or SIGTERM it writes
+out what is buffered, commits exactly that — the next run starts at the next
+record, nothing re-delivered — and exits with 130 or 143.
+
+Without --follow it stops at the head. An --from offset outside a partition
+(below its log start or past its head) or an unknown --partition is bad
+input: exit 2, nothing read or committed.`,
 		Example: `  passbook consume orders --consumer orders-writer
   passbook consume orders --consumer analytics-v2 --from earliest --format json --max 10
   passbook consume orders --consumer tail --from latest --follow`,
@@ -68,10 +91,19 @@ Without --follow it stops at the head.`,
 			}
 			defer db.Close()
 			ctx := cmd.Context()
+			// The consumer commits nothing itself: out does, once the
+			// lines are written.
 			c, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{
-				Name: name, Partitions: partitions, Start: start, Commit: mode, EveryN: everyN, EveryD: everyD, OnGap: gap,
+				Name: name, Partitions: partitions, Start: start, Commit: consumer.CommitNone, OnGap: gap,
 			})
-			if err != nil {
+			var rangeErr *consumer.RangeError
+			switch {
+			case errors.As(err, &rangeErr):
+				rangeErr.Option = "--from"
+				return usageError{err}
+			case errors.Is(err, consumer.ErrInvalid):
+				return usageError{err}
+			case err != nil:
 				return err
 			}
 			defer c.Close()
@@ -85,57 +117,159 @@ Without --follow it stops at the head.`,
 				total = min(total, max)
 			}
 			bar := newProgress(e.stdout, e.stderr, "consume", total, unitRecords)
-			out := bufio.NewWriterSize(e.stdout, 64<<10)
-			count := int64(0)
+			out := &output{w: e.stdout, c: c, mode: mode, everyN: int64(everyN), everyD: everyD, bar: bar,
+				buf: make([]byte, 0, outputBuffer), lastCommit: time.Now()}
+			read := int64(0)
 			began := time.Now()
 			h := func(ctx context.Context, m consumer.Message) error {
-				if err := writeMessage(out, format, m); err != nil {
+				if err := out.add(ctx, format, m); err != nil {
 					return err
 				}
-				count++
-				if count&1023 == 0 {
-					bar.add(1024)
-				}
-				if max > 0 && count >= max {
+				read++
+				if max > 0 && read >= max {
 					return consumer.Stop
 				}
 				return nil
 			}
 			for {
 				err = c.Drain(ctx, h)
-				if ferr := out.Flush(); err == nil {
+				if ferr := out.flush(ctx, true); err == nil {
 					err = ferr
 				}
-				if err != nil || !follow || (max > 0 && count >= max) {
+				if err != nil || !follow || (max > 0 && read >= max) {
 					break
 				}
 				if err = c.Wait(ctx); err != nil {
 					break
 				}
 			}
-			bar.add(int(count & 1023))
 			bar.finish(err)
-			if errors.Is(err, context.Canceled) {
-				err = nil // Ctrl-C while following: a normal way to stop
+			interrupted := errors.Is(err, context.Canceled)
+			if interrupted {
+				err = nil // Ctrl-C or SIGTERM: a normal way to stop; main exits 130 or 143
 			}
 			if err != nil {
 				return err
 			}
+			how := ""
+			if interrupted {
+				how = " (interrupted)"
+			}
 			el := time.Since(began)
-			fmt.Fprintf(e.stderr, "consumed %s records from %s as %s in %s\n", thousands.Int(count), t.Name(), name, el.Round(time.Millisecond))
+			fmt.Fprintf(e.stderr, "consumed %s records from %s as %s in %s%s\n", thousands.Int(out.written), t.Name(), name, el.Round(time.Millisecond), how)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "consumer", "", "consumer name (required): whose committed offset to use and move")
 	f.StringVar(&from, "from", "earliest", "where to start with nothing committed: earliest, latest, an offset, or an RFC 3339 time")
-	f.StringVar(&commit, "commit", "after", "when to commit: after, before, every=N, every=DURATION or none")
+	f.StringVar(&commit, "commit", "after", "when to commit, relative to writing each 64 KiB buffer: after (at-least-once), before (at-most-once), every=N, every=DURATION or none")
 	f.Int64Var(&max, "max", 0, "stop after this many records (0: no limit)")
 	f.BoolVar(&follow, "follow", false, "keep waiting for new records at the head")
 	f.StringVar(&format, "format", "text", "text (one value per line) or json (one object per line)")
 	f.StringVar(&onGap, "on-gap", "fail", "if retention deleted records never read: fail, reset-earliest or reset-latest")
 	f.Int32SliceVar(&partitions, "partition", nil, "read only these partitions (default all)")
 	return cmd
+}
+
+// outputBuffer is how much consume gathers before a write to stdout.
+const outputBuffer = 64 << 10
+
+// output is consume's stdout: lines gather in buf and go out in one write
+// when it is full, at the head and on stop; the consumer's offsets are
+// committed around each write as the mode says. It relies on the
+// consumer's positions moving only when a handler returns: a flush from
+// inside the handler (before its own line is added) commits exactly the
+// lines in the buffer.
+type output struct {
+	w      io.Writer
+	c      *consumer.Consumer
+	mode   consumer.Commit
+	everyN int64         // CommitEvery by count
+	everyD time.Duration // CommitEvery by time
+	bar    *progress
+
+	buf         []byte
+	scratch     []byte
+	buffered    int64 // records in buf
+	uncommitted int64 // records written since the last commit
+	written     int64 // records written in all
+	lastCommit  time.Time
+	err         error // the first failed write or commit: nothing is written or committed after it
+}
+
+// add puts m's line in the buffer, writing the buffer out first when the
+// line would not fit (or when every=N's quota is reached).
+func (o *output) add(ctx context.Context, format string, m consumer.Message) error {
+	line := m.Value
+	if format == "json" {
+		var err error
+		if o.scratch, err = appendJSON(o.scratch[:0], m); err != nil {
+			return err
+		}
+		line = o.scratch
+	}
+	full := len(o.buf) > 0 && len(o.buf)+len(line)+1 > cap(o.buf)
+	quota := o.mode == consumer.CommitEvery && o.everyN > 0 && o.uncommitted+o.buffered >= o.everyN
+	if full || quota {
+		if err := o.flush(ctx, false); err != nil {
+			return err
+		}
+	}
+	if format == "json" {
+		o.buf = append(o.buf, line...) // appendJSON ends the line
+	} else {
+		o.buf = append(append(o.buf, line...), '\n')
+	}
+	o.buffered++
+	return nil
+}
+
+// flush writes the buffer out and commits as the mode says; atRest is
+// true at the head and on stop, where every mode commits what it wrote.
+// Commits are not cancelled with ctx: what was written is committed even
+// after Ctrl-C.
+func (o *output) flush(ctx context.Context, atRest bool) error {
+	if o.err != nil {
+		return o.err
+	}
+	cctx := context.WithoutCancel(ctx)
+	if o.mode == consumer.CommitBefore && o.buffered > 0 {
+		if err := o.c.Commit(cctx); err != nil {
+			o.err = err
+			return err
+		}
+	}
+	if len(o.buf) > 0 {
+		if _, err := o.w.Write(o.buf); err != nil {
+			o.err = fmt.Errorf("write to stdout: %w", err)
+			return o.err
+		}
+		o.bar.add(int(o.buffered))
+		o.written += o.buffered
+		o.uncommitted += o.buffered
+		o.buf, o.buffered = o.buf[:0], 0
+	}
+	commit := false
+	switch o.mode {
+	case consumer.CommitAfter:
+		commit = o.uncommitted > 0
+	case consumer.CommitEvery:
+		commit = o.uncommitted > 0 && (atRest ||
+			(o.everyN > 0 && o.uncommitted >= o.everyN) ||
+			(o.everyD > 0 && time.Since(o.lastCommit) >= o.everyD))
+	}
+	if commit {
+		if err := o.c.Commit(cctx); err != nil {
+			o.err = err
+			return err
+		}
+		o.uncommitted, o.lastCommit = 0, time.Now()
+	}
+	if o.mode == consumer.CommitBefore || o.mode == consumer.CommitNone {
+		o.uncommitted = 0
+	}
+	return nil
 }
 
 // jsonMessage is the --format json line.
@@ -150,11 +284,8 @@ type jsonMessage struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 }
 
-func writeMessage(w *bufio.Writer, format string, m consumer.Message) error {
-	if format == "text" {
-		w.Write(m.Value)
-		return w.WriteByte('\n')
-	}
+// appendJSON appends m's --format json line, newline included.
+func appendJSON(b []byte, m consumer.Message) ([]byte, error) {
 	j := jsonMessage{Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp.UTC()}
 	j.Key, j.KeyBase64 = textOrBytes(m.Key)
 	j.Value, j.ValueBase64 = textOrBytes(m.Value)
@@ -168,12 +299,11 @@ func writeMessage(w *bufio.Writer, format string, m consumer.Message) error {
 			}
 		}
 	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return err
+	w := bytes.NewBuffer(b)
+	if err := json.NewEncoder(w).Encode(j); err != nil { // Encode ends with a newline
+		return b, err
 	}
-	w.Write(b)
-	return w.WriteByte('\n')
+	return w.Bytes(), nil
 }
 
 // textOrBytes returns b as a string when it is UTF-8, else as bytes (which

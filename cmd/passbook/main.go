@@ -11,17 +11,47 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, sig := stopOnSignal(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	code := 0
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(exitCode(err))
+		code = exitCode(err)
+		if !(sig() != 0 && errors.Is(err, context.Canceled)) {
+			fmt.Fprintln(os.Stderr, "error:", err)
+		}
 	}
+	if s := sig(); s != 0 {
+		// The command stopped cleanly on SIGINT or SIGTERM; the status
+		// still says which, as a shell's does: 128 + the signal's number
+		// (130 for Ctrl-C, 143 for SIGTERM).
+		code = 128 + int(s)
+	}
+	os.Exit(code)
+}
+
+// stopOnSignal returns a context cancelled by the first SIGINT or SIGTERM,
+// and a function saying which one came (0: none). After the first, the
+// signals have their default action again: a second Ctrl-C kills the
+// process at once, for a command that does not stop.
+func stopOnSignal(parent context.Context) (context.Context, func() syscall.Signal) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Int32
+	go func() {
+		s := <-ch
+		if n, ok := s.(syscall.Signal); ok {
+			got.Store(int32(n))
+		}
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		cancel()
+	}()
+	return ctx, func() syscall.Signal { return syscall.Signal(got.Load()) }
 }
 
 // usageError marks a bad command line: exit code 2.
