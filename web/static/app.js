@@ -2,17 +2,19 @@
 // Routes: #/ (all topics), #/topic/NAME, #/consumer/NAME.
 
 import {
-  state, connect, n, bytes, esc, color, colorIndex, ago, duration, groupsOf, consumers, groupLag, partLag,
+  state, connect, n, count, bytes, esc, color, colorIndex, ago, duration, groupsOf, consumers, groupLag, partLag,
   topicTotals, loadTopicHistory, loadConsumerHistory, rates, rateNow, gkey,
 } from "./model.js";
 import { rows, maxLag } from "./tape.js";
-import { rateChart, lagChart } from "./charts.js";
+import { rateChart, lagChart, setLagData } from "./charts.js";
 
 const PAGE = 12;            // partitions per page
 const PAGE_ALONE = 40;      // on a topic's own page
 const COMPACT_GROUPS = 4;   // more consumers on a topic than this: no labels on the tapes
 const CHIPS = 10;           // consumer chips shown per topic
 const SIDE = 60;            // consumers listed on the side
+
+const NARROW = matchMedia("(max-width: 640px)"); // app.css: the phone layout
 
 const main = document.getElementById("main");
 const ui = {
@@ -47,7 +49,9 @@ function schedule() {
 
 function render() {
   const r = parseRoute();
-  const key = r.view + ":" + (r.name || "");
+  // Until the first snapshot nothing is known, not even what is missing:
+  // a deep link waits for it rather than saying "no consumer named …".
+  const key = state.synced ? r.view + ":" + (r.name || "") : "loading";
   if (ui.route !== key) {
     ui.route = key;
     for (const c of ui.charts.values()) c.destroy();
@@ -56,24 +60,34 @@ function render() {
     window.scrollTo(0, 0);
   }
   renderTotals();
-  if (r.view === "consumer") renderConsumer(r.name);
+  if (!state.synced) renderLoading(r);
+  else if (r.view === "consumer") renderConsumer(r.name);
   else renderOverview(r.view === "topic" ? r.name : null);
   document.body.dataset.version = state.version;
 }
 
+function renderLoading(r) {
+  const what = r.view === "consumer" ? `consumer “${esc(r.name)}”` : r.view === "topic" ? `topic “${esc(r.name)}”` : "topics and consumers";
+  const why = state.failed ? "The server does not answer yet; trying again…" : "Connecting to the server…";
+  main.innerHTML = (r.view === "overview" ? "" : `<a class="back" href="#/">← All topics</a>`) +
+    `<div class="panel empty loading" role="status" aria-busy="true"><span class="spinner" aria-hidden="true"></span>` +
+    `<div>Loading ${what}</div><div class="muted">${why}</div></div>`;
+}
+
 function renderTotals() {
+  const el = document.getElementById("totals");
+  if (!state.synced) { el.innerHTML = ""; return; }
   let parts = 0, records = 0;
   for (const t of state.topics.values()) { parts += t.partitions.length; records += topicTotals(t).records; }
   const cs = new Set([...state.groups.values()].map((g) => g.consumer)).size;
-  document.getElementById("totals").innerHTML =
-    `<span><b>${n(state.topics.size)}</b> topics</span><span><b>${n(parts)}</b> partitions</span>` +
-    `<span><b>${n(records)}</b> records</span><span><b>${n(cs)}</b> consumers</span>`;
+  const total = (k, one) => { const [num, ...word] = count(k, one).split(" "); return `<span><b>${num}</b> ${word.join(" ")}</span>`; };
+  el.innerHTML = total(state.topics.size, "topic") + total(parts, "partition") + total(records, "record") + total(cs, "consumer");
 }
 
 function renderStatus() {
   const el = document.getElementById("status");
   el.dataset.state = state.live ? "live" : "connecting";
-  el.lastElementChild.textContent = state.live ? "live" : "reconnecting…";
+  el.lastElementChild.textContent = state.live ? "live" : state.synced ? "reconnecting…" : "connecting…";
 }
 
 // ---- the overview: topics, and consumers on the side ------------------------
@@ -144,7 +158,11 @@ function topicCard(name, expanded) {
     if (b.dataset.act === "lag") { tu.byLag = !tu.byLag; tu.page = 0; }
     schedule();
   });
-  const chart = rateChart(el.querySelector(".chart"), 300, 64);
+  // On a phone the chart goes under the title, next to the rate, and
+  // takes the rest of the card's width (app.css: main, .topic-head, .rate).
+  const chart = NARROW.matches
+    ? rateChart(el.querySelector(".chart"), Math.max(120, main.clientWidth - 20 - 2 - 24 - 32 - 78 - 10 * 2), 44)
+    : rateChart(el.querySelector(".chart"), 300, 64);
   ui.charts.set("rate:" + name, chart);
   loadTopicHistory(name).then(schedule);
   return el;
@@ -172,8 +190,8 @@ function updateTopic(el, t, focus, pageSize) {
   const heads = state.heads.get(t.name);
   const cfg = t.config || {};
   el.querySelector(".topic-facts").textContent =
-    `${n(t.partitions.length)} partition${t.partitions.length === 1 ? "" : "s"} · ${n(tot.records)} records · ${bytes(tot.bytes)} · ${retention(cfg)}` +
-    (groups.length ? ` · ${n(groups.length)} consumer${groups.length === 1 ? "" : "s"}` : "");
+    `${count(t.partitions.length, "partition")} · ${count(tot.records, "record")} · ${bytes(tot.bytes)} · ${retention(cfg)}` +
+    (groups.length ? ` · ${count(groups.length, "consumer")}` : "");
   el.querySelector(".rate b").textContent = n(rateNow(heads));
   const chart = ui.charts.get("rate:" + t.name);
   if (chart && heads) {
@@ -212,8 +230,17 @@ function updateTopic(el, t, focus, pageSize) {
   // tooltips and the consumer pages have the numbers).
   const compact = (groups.length > COMPACT_GROUPS || t.partitions.length > PAGE) && !focus;
   box.classList.toggle("compact", compact);
-  const width = Math.max(200, box.clientWidth - 36 - 150 - 24);
+  const width = tapeWidth(box.clientWidth);
   box.innerHTML = rows(t, page, groups, { width, compact, focus });
+}
+
+/**
+ * tapeWidth is the width of a tape in a .parts box of boxWidth px, as
+ * app.css lays out a .prow: label, tape, facts (the facts under the
+ * tape on a phone).
+ */
+function tapeWidth(boxWidth) {
+  return Math.max(120, NARROW.matches ? boxWidth - 30 - 10 : boxWidth - 36 - 150 - 24);
 }
 
 function renderSide() {
@@ -254,18 +281,18 @@ function renderConsumer(name) {
     t.partitions.forEach((p, i) => { const s = partLag(g.committed[i] ?? -1, p); if (s.lag > 0) behind++; missed += s.missed; });
   }
   const stats = [
-    [n(c.lag), "records behind"],
-    [n(behind), "partitions behind"],
+    [n(c.lag), c.lag === 1 ? "record behind" : "records behind"],
+    [n(behind), behind === 1 ? "partition behind" : "partitions behind"],
     [n(topics.length), topics.length === 1 ? "topic" : "topics"],
     [ago(c.updated), "last commit"],
   ];
-  if (missed) stats.push([n(missed), "missed to retention"]);
+  if (missed) stats.push([n(missed), missed === 1 ? "record missed to retention" : "records missed to retention"]);
   main.querySelector(".chead .stats").innerHTML = stats.map(([v, l]) => `<div class="stat"><b>${v}</b><span>${l}</span></div>`).join("");
 
   const chart = ui.charts.get("lag");
   const series = topics.map((t) => state.lags.get(gkey(name, t)) || { t: [], v: [] });
   const xs = [...new Set(series.flatMap((x) => x.t))].sort((a, b) => a - b);
-  chart.setData([xs.map((x) => x / 1000), ...series.map((sr) => {
+  setLagData(chart, [xs.map((x) => x / 1000), ...series.map((sr) => {
     const m = new Map(sr.t.map((t, i) => [t, sr.v[i]]));
     return xs.map((x) => m.get(x) ?? null);
   })]);
@@ -279,20 +306,27 @@ function renderConsumer(name) {
     const lag = groupLag(g, t);
     return `<section class="panel topic" data-topic="${esc(t.name)}">
       <div class="topic-head"><div class="topic-title"><h2><a href="#/topic/${encodeURIComponent(t.name)}">${esc(t.name)}</a></h2>
-      <div class="topic-facts">lag ${n(lag.total)} on ${n(lag.behind)} of ${n(t.partitions.length)} partitions · ${retention(t.config || {})}</div></div></div>
+      <div class="topic-facts">${standing(lag, t.partitions.length)} · ${retention(t.config || {})}</div></div></div>
       <div class="topic-body">
         ${t.partitions.length > PAGE ? `<div class="parts-bar"><span>Partitions ${n(page * PAGE + 1)}–${n(page * PAGE + parts.length)} of ${n(t.partitions.length)}</span><span class="spacer"></span>
           <span class="pager"><button data-topic="${esc(t.name)}" data-page="${page - 1}" ${page === 0 ? "disabled" : ""}>‹</button>
           <button data-topic="${esc(t.name)}" data-page="${page + 1}" ${(page + 1) * PAGE >= t.partitions.length ? "disabled" : ""}>›</button></span></div>` : ""}
-        <div class="parts">${rows(t, parts, others, { width: Math.max(200, (box.clientWidth || 1000) - 36 - 150 - 60), compact: false, focus: new Set([name]) })}</div>
-        <table class="parts"><tr><th>partition</th><th>committed</th><th>log start</th><th>head</th><th>lag</th><th>missed</th></tr>
+        <div class="parts">${rows(t, parts, others, { width: tapeWidth((box.clientWidth || 1000) - 2 - 36), compact: false, focus: new Set([name]) })}</div>
+        <div class="table-wrap"><table class="parts"><tr><th>partition</th><th>committed</th><th>log start</th><th>head</th><th>lag</th><th>missed</th></tr>
         ${parts.map((p) => {
           const st = partLag(g.committed[p.p] ?? -1, p);
-          return `<tr class="${st.lag > 0 ? "behind" : ""}"><td>${p.p}</td><td>${st.committed < 0 ? "–" : n(st.committed)}</td><td>${n(p.start)}</td>` +
+          return `<tr class="${st.lag > 0 ? "behind" : ""}"><td>p${n(p.p)}</td><td>${st.committed < 0 ? "–" : n(st.committed)}</td><td>${n(p.start)}</td>` +
             `<td>${n(p.head)}</td><td class="lag">${n(st.lag)}</td><td>${n(st.missed)}</td></tr>`;
-        }).join("")}</table>
+        }).join("")}</table></div>
       </div></section>`;
   }).join("");
+}
+
+/** standing says how far behind a consumer is on a topic of parts partitions. */
+function standing(lag, parts) {
+  if (lag.total === 0) return parts === 1 ? "caught up" : `caught up on all ${n(parts)} partitions`;
+  const behind = count(lag.total, "record") + " behind";
+  return parts === 1 ? behind : `${behind} on ${n(lag.behind)} of ${count(parts, "partition")}`;
 }
 
 main.addEventListener("click", (e) => {
@@ -335,5 +369,5 @@ let resized;
 addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(() => { ui.route = null; schedule(); }, 150); });
 setInterval(schedule, 5000); // "… s ago" stays true when nothing happens
 
-connect(schedule, renderStatus);
+connect(schedule, () => { renderStatus(); if (!state.synced) schedule(); });
 schedule();

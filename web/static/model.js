@@ -6,6 +6,12 @@ const nf = new Intl.NumberFormat("en-US");
 /** n formats a whole number with thousands separators: 1234567 → "1,234,567". */
 export const n = (x) => nf.format(Math.round(x));
 
+/**
+ * count writes k things for people: count(1, "record") → "1 record",
+ * count(1234, "record") → "1,234 records".
+ */
+export const count = (k, one, many = one + "s") => n(k) + " " + (k === 1 ? one : many);
+
 /** bytes formats a size for people. */
 export function bytes(b) {
   const units = ["B", "KB", "MB", "GB", "TB"];
@@ -84,6 +90,8 @@ export const state = {
   heads: new Map(),    // topic → {t: [], v: []}: records ever appended, a point a second
   lags: new Map(),     // gkey → {t: [], v: []}
   live: false,
+  synced: false,       // the first snapshot has arrived: until then nothing is known, not even what is missing
+  failed: false,       // the last connection attempt failed
   lastEvent: 0,        // Date.now() of the last event applied
   version: 0,          // bumps on every change
 };
@@ -174,14 +182,27 @@ function apply(u, snapshot) {
   state.version++;
 }
 
-/** connect follows /api/events, calling onChange after every event. */
+/**
+ * connect follows /api/events, calling onChange after every event. The
+ * browser retries a dropped stream by itself; if it gives up (a closed
+ * EventSource), a new one is opened a few seconds later.
+ */
 export function connect(onChange, onStatus) {
-  const es = new EventSource("api/events");
-  es.addEventListener("open", () => { state.live = true; onStatus(); });
-  es.addEventListener("error", () => { state.live = false; onStatus(); });
-  es.addEventListener("snapshot", (e) => { state.live = true; apply(JSON.parse(e.data), true); onStatus(); onChange(); });
-  es.addEventListener("update", (e) => { apply(JSON.parse(e.data), false); onChange(); });
-  return es;
+  let es;
+  const open = () => {
+    es = new EventSource("api/events");
+    es.addEventListener("open", () => { state.live = true; state.failed = false; onStatus(); });
+    es.addEventListener("error", () => {
+      state.live = false; state.failed = true; onStatus();
+      if (es.readyState === EventSource.CLOSED) setTimeout(open, 3000);
+    });
+    es.addEventListener("snapshot", (e) => {
+      state.live = true; state.failed = false; state.synced = true;
+      apply(JSON.parse(e.data), true); onStatus(); onChange();
+    });
+    es.addEventListener("update", (e) => { apply(JSON.parse(e.data), false); onChange(); });
+  };
+  open();
 }
 
 /** merge puts the server's older history in front of what samples brought. */

@@ -1,12 +1,15 @@
 // A partition drawn as a tape: offset 0 at the left, the head at the
 // right; retention's deleted range hatched; every consumer a cursor at its
-// committed offset, labelled with its name, offset and lag.
+// committed offset, labelled with its name, offset and lag, and a bar in
+// its colour from there to the head: each consumer's bar in a lane of its
+// own, so that bars never overlap and mix into a colour nobody has.
 
-import { n, bytes, esc, color, partLag } from "./model.js";
+import { n, count, bytes, esc, color, partLag } from "./model.js";
 
 const LABEL_FONT = "12px " + getComputedStyle(document.documentElement).getPropertyValue("--font");
 const LANE = 18;       // px per label lane
 const MAX_LANES = 4;   // past this, a label is left to the tooltip
+const BAR_LANES = 4;   // lag bars stacked in a tape (app.css: .lagspan), the most behind first
 let ctx;
 
 function textWidth(s, bold) {
@@ -19,13 +22,17 @@ const pct = (x) => (x * 100).toFixed(3) + "%";
 
 /**
  * placeLabels puts each label in the first lane where it does not
- * overlap another, flipping it to the left of its cursor near the end.
+ * overlap another, flipping it to the left of its cursor near the end;
+ * a label too wide for either side (a narrow screen) is moved along to
+ * fit the tape, and loses its pointer to the cursor.
  */
 function placeLabels(items, width) {
   const lanes = [];
   for (const it of items.sort((a, b) => a.x - b.x)) {
     it.right = it.x + it.w > width && it.x - it.w >= 0;
-    const from = it.right ? it.x - it.w : it.x;
+    it.shifted = it.x + it.w > width && !it.right;
+    const from = it.right ? it.x - it.w : it.shifted ? Math.max(0, width - it.w) : it.x;
+    it.left = from;
     const to = from + it.w;
     let lane = lanes.findIndex((l) => l.every(([a, b]) => to + 10 <= a || from >= b + 10));
     if (lane < 0) { lane = lanes.length; lanes.push([]); }
@@ -47,10 +54,10 @@ export function rows(t, parts, groups, opts) {
     const scale = head > 0 ? head : 1;
     const gone = p.start / scale;
     let html = `<div class="prow" data-partition="${p.p}">
-      <div class="plabel">${p.p}</div>
+      <div class="plabel" title="partition ${n(p.p)}">p${n(p.p)}</div>
       <div class="tape-wrap">
         <div class="tape" data-topic="${esc(t.name)}" data-partition="${p.p}" data-start="${p.start}" data-head="${head}"
-          data-tip="${esc(`${t.name} / ${p.p}\nlog start ${n(p.start)}\nhead ${n(head)}\n${n(head - p.start)} records kept`)}">`;
+          data-tip="${esc(`${t.name} · partition ${n(p.p)}\nlog start ${n(p.start)}\nhead ${n(head)}\n${count(head - p.start, "record")} kept`)}">`;
     if (p.start > 0) {
       const label = !opts.compact && gone * opts.width > 110 ? `<span>${n(p.start)} deleted</span>` : "";
       html += `<div class="gone${p.start >= head ? " all" : ""}" style="width:${pct(gone)}"
@@ -64,7 +71,7 @@ export function rows(t, parts, groups, opts) {
       html += `<div class="compacted${p.start > 0 ? " mid" : ""}" style="left:${pct(from)};width:${pct(to - from)}"
         data-tip="${esc(`compacted: offsets ${n(p.start)} – ${n(p.cleaned - 1)} keep only each key's newest record;\nthe offsets between them are gaps that readers step over`)}">${label}</div>`;
     }
-    const labels = [];
+    const labels = [], bars = [];
     let cursors = "";
     for (const g of groups) {
       const c = g.committed[p.p] ?? -1;
@@ -74,22 +81,28 @@ export function rows(t, parts, groups, opts) {
       const dim = opts.focus && !opts.focus.has(g.consumer) ? " dim" : "";
       const tip = `${g.consumer}\ncommitted ${n(c)}\nlag ${n(st.lag)}` + (st.missed ? `\nmissed ${n(st.missed)} (deleted before read)` : "");
       const attrs = `data-consumer="${esc(g.consumer)}" data-topic="${esc(t.name)}" data-partition="${p.p}" data-offset="${c}" data-lag="${st.lag}"`;
-      if (st.lag > 0 && !dim && !opts.compact) {
-        html += `<div class="lagspan" style="left:${pct(x)};width:${pct(1 - x)};--c:${color(g.consumer)}"></div>`;
-      }
+      if (st.lag > 0 && !dim && !opts.compact) bars.push({ g, x, lag: st.lag });
       cursors += `<div class="cursor${dim}" style="left:${pct(x)};--c:${color(g.consumer)}" ${attrs} data-tip="${esc(tip)}"></div>`;
       if (!opts.compact && !dim) {
         const text = `${g.consumer}  ${n(c)} · lag ${n(st.lag)}` + (st.missed ? ` · missed ${n(st.missed)}` : "");
         labels.push({ g, c, st, x: x * opts.width, w: textWidth(text, true) + 12, attrs, tip });
       }
     }
+    // The most behind at the bottom, each in its own lane; past
+    // BAR_LANES, the cursors and labels still say it.
+    bars.sort((a, b) => b.lag - a.lag || a.g.consumer.localeCompare(b.g.consumer));
+    bars.slice(0, BAR_LANES).forEach((b, lane) => {
+      html += `<div class="lagspan" style="left:${pct(b.x)};width:${pct(1 - b.x)};bottom:${lane * 4}px;--c:${color(b.g.consumer)}" data-consumer="${esc(b.g.consumer)}"` +
+        ` data-tip="${esc(`${b.g.consumer}: lag ${count(b.lag, "record")}`)}"></div>`;
+    });
     html += `<div class="head-mark"></div>${cursors}</div>`;
     if (labels.length) {
       const lanes = placeLabels(labels, opts.width);
       html += `<div class="labels" style="height:${lanes * LANE}px">`;
       for (const l of labels) {
         if (l.lane >= MAX_LANES) continue;
-        html += `<div class="clabel${l.right ? " right" : ""}" style="left:${pct(l.x / opts.width)};top:${l.lane * LANE}px;--c:${color(l.g.consumer)}" ${l.attrs} data-tip="${esc(l.tip)}">` +
+        const left = l.shifted ? l.left : l.x;
+        html += `<div class="clabel${l.right ? " right" : ""}${l.shifted ? " shifted" : ""}" style="left:${pct(left / opts.width)};top:${l.lane * LANE}px;--c:${color(l.g.consumer)}" ${l.attrs} data-tip="${esc(l.tip)}">` +
           `<span class="name">${esc(l.g.consumer)}</span> <span class="n">${n(l.c)} · lag ${n(l.st.lag)}</span>` +
           (l.st.missed ? ` <span class="missed">· missed ${n(l.st.missed)}</span>` : "") + `</div>`;
       }
@@ -97,7 +110,7 @@ export function rows(t, parts, groups, opts) {
     }
     const meta = opts.compact
       ? `<b>${n(head)}</b> head · lag ≤ ${n(maxLag(p, groups))}`
-      : `<b>${n(head)}</b> head<br>${bytes(p.bytes)} · ${p.segments} segment${p.segments === 1 ? "" : "s"}`;
+      : `<b>${n(head)}</b> head<span class="size">${bytes(p.bytes)} · ${count(p.segments, "segment")}</span>`;
     html += `</div><div class="pmeta">${meta}</div></div>`;
     out.push(html);
   }
