@@ -110,6 +110,12 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 	return first, l.durable(d, end)
 }
 
+// MaxRecordBytes is the largest record Append accepts, in the bytes
+// recordBytes counts (key, value and headers): Options.MaxRecordBytes
+// with its default applied. A caller that checks records one by one
+// before batching them (passbook produce) asks here.
+func (l *Log) MaxRecordBytes() int { return l.o.MaxRecordBytes }
+
 // recordBytes is what counts against MaxRecordBytes.
 func recordBytes(r *batch.Record) int {
 	n := len(r.Key) + len(r.Value)

@@ -28,8 +28,8 @@ func TestBadInput_CLI(t *testing.T) {
 		code  int
 		text  string
 	}{
-		{"oversized/line", huge, "produce orders", 2, "line 1 is longer than --max-line 1048576 bytes"},
-		{"oversized/record", strings.Repeat("y", 1<<20+1) + "\n", "produce orders --max-line 4194304", 1, "record too large: record 0 has 1048577 bytes, limit 1048576"},
+		{"oversized/line", huge, "produce orders", 2, "line 1 refused: longer than --max-line 1,048,576 bytes"},
+		{"oversized/record", strings.Repeat("y", 1<<20+1) + "\n", "produce orders --max-line 4194304", 2, "line 1 refused: storage: record too large: 1,048,577 bytes of key and value, over the topic's max message bytes 1,048,576"},
 		{"oversized/topic name", "", "topic create " + strings.Repeat("a", 250), 2, "250 characters, at most 249"},
 		{"malformed/duration", "", "topic create t --retention 5x", 2, `invalid argument "5x" for "--retention"`},
 		{"malformed/start", "", "consume orders --consumer c --from yesterday", 2, `"yesterday" is not earliest, latest, an offset or an RFC 3339 time`},
