@@ -83,7 +83,7 @@ func TestBadInput_GoAPI(t *testing.T) {
 		}, storage.ErrOutOfRange, "offset 5 is out of range [0, 1]"},
 		{"out of range/consumer start", func() error {
 			return newConsumer(consumer.Options{Name: "c1", Start: consumer.AtOffset(99)})
-		}, storage.ErrOutOfRange, "offset 99 is out of range [0, 1]"},
+		}, storage.ErrOutOfRange, "offset 99 on orders/0 is past the head"},
 		{"out of range/negative commit", func() error {
 			return db.Offsets().Commit(ctx, offsets.Key{Consumer: "c", Topic: "orders"}, -1)
 		}, offsets.ErrInvalid, "negative offset -1"},

@@ -13,7 +13,7 @@ import (
 
 func TestTopic_Compact(t *testing.T) {
 	dir := t.TempDir()
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestTopic_Compact(t *testing.T) {
 	}
 	db.Close()
 
-	db, err = passbook.Open(dir, nil)
+	db, err = passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

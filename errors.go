@@ -13,6 +13,9 @@ var (
 	ErrInvalidConfig = errors.New("passbook: invalid topic configuration")
 	// ErrUnknownPartition reports a partition the topic does not have.
 	ErrUnknownPartition = errors.New("passbook: unknown partition")
+	// ErrNoDataDir reports a data directory that does not exist, from an
+	// Open with Options.NoCreate.
+	ErrNoDataDir = errors.New("passbook: no data directory")
 	// ErrClosed reports use of a closed DB.
 	ErrClosed = errors.New("passbook: closed")
 )

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/passbook-log/passbook/offsets"
@@ -33,7 +34,28 @@ type Options struct {
 	FS     vfs.FS
 	Logger *slog.Logger
 	Now    func() time.Time
+	// NoCreate opens only an existing data directory, for commands that
+	// read: Open fails with an error matching ErrNoDataDir where dir (or
+	// its topics/ or offsets.db) does not exist, and creates nothing in
+	// it — a topic whose creation a crash interrupted is skipped, not
+	// removed, and a missing partition directory is an error, not made
+	// anew. It still takes the directory's lock (a reader never reads
+	// while another process writes) and recovers a crashed partition's
+	// tail as every Open does. CreateTopic and DeleteTopic work as usual.
+	NoCreate bool
+	// MinSegmentBytes is the smallest TopicConfig.SegmentBytes that
+	// CreateTopic accepts: zero means MinSegmentBytes (1 MiB, Kafka 4's
+	// floor for segment.bytes). Every segment keeps three files open
+	// (log, index, time index) for the life of the log, so tiny segments
+	// spend the process's file descriptors a few records at a time. Tests
+	// that want many segments set it negative (no floor), as Kafka's own
+	// tests use internal.segment.bytes.
+	MinSegmentBytes int64
 }
+
+// MinSegmentBytes is the default floor of a new topic's SegmentBytes: see
+// Options.MinSegmentBytes.
+const MinSegmentBytes = 1 << 20
 
 // DB is an open data directory: topics and the offset store.
 type DB struct {
@@ -67,10 +89,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.Durability == storage.DefaultDurability {
 		o.Durability = storage.InOS
 	}
+	if o.MinSegmentBytes == 0 {
+		o.MinSegmentBytes = MinSegmentBytes
+	}
 	if err := o.Topic.validate(); err != nil {
 		return nil, err
 	}
 	db := &DB{dir: dir, o: o, fs: o.FS, topics: map[string]*Topic{}}
+	if o.NoCreate {
+		return db.openExisting()
+	}
 	// MkdirAll may create the data directory, and parents: their new
 	// entries must survive a power loss like everything under them (the
 	// partitions sync only their own).
@@ -93,11 +121,37 @@ func Open(dir string, opts *Options) (*DB, error) {
 			break
 		}
 	}
+	return db.load()
+}
+
+// openExisting is Open with Options.NoCreate.
+func (db *DB) openExisting() (*DB, error) {
+	for _, name := range []string{"topics", "offsets.db"} {
+		if _, err := db.fs.Stat(filepath.Join(db.dir, name)); errors.Is(err, fs.ErrNotExist) {
+			if name == "topics" {
+				return nil, fmt.Errorf("%w at %s", ErrNoDataDir, db.dir)
+			}
+			return nil, fmt.Errorf("%w at %s (it has topics/ but no offsets.db)", ErrNoDataDir, db.dir)
+		} else if err != nil {
+			return nil, fmt.Errorf("passbook: open %s: %w", db.dir, err)
+		}
+	}
+	return db.load()
+}
+
+// load locks the data directory and opens the offset store and every
+// topic.
+func (db *DB) load() (*DB, error) {
+	dir, o := db.dir, db.o
 	lock, err := db.fs.Lock(filepath.Join(dir, "LOCK"))
 	if err != nil {
 		var le *vfs.LockedError
 		if errors.As(err, &le) {
 			return nil, fmt.Errorf("passbook: data directory %s is in use by process %d; stop it, or reach it through its server (passbook serve) instead: %w", dir, le.PID, err)
+		}
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return nil, fmt.Errorf("passbook: data directory %s is not writable by this user: every command that opens it takes its lock (%s) and may recover a crashed partition, even to read; run as the directory's owner, or copy it (cp -a) and use the copy (passbook dump reads segment files without opening the directory): %w",
+				dir, filepath.Join(dir, "LOCK"), err)
 		}
 		return nil, fmt.Errorf("passbook: open %s: %w", dir, err)
 	}
@@ -119,6 +173,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 		_, err := db.fs.Stat(filepath.Join(db.topicDir(name), "topic.json"))
 		if ValidTopicName(name) != nil || errors.Is(err, fs.ErrNotExist) {
 			// A deletion or creation that a crash interrupted.
+			if o.NoCreate {
+				o.Logger.Warn("skipping unfinished topic directory", "dir", db.topicDir(name))
+				continue
+			}
 			o.Logger.Warn("removing unfinished topic directory", "dir", db.topicDir(name))
 			if err := removeAll(db.fs, db.topicDir(name)); err != nil {
 				db.Close()
@@ -171,6 +229,13 @@ func (db *DB) openTopic(name string, cfg *TopicConfig) (*Topic, error) {
 		}
 	}
 	t := &Topic{name: name, cfg: c}
+	if cfg == nil && db.o.NoCreate {
+		for p := range c.Partitions {
+			if _, err := db.fs.Stat(filepath.Join(dir, fmt.Sprint(p))); err != nil {
+				return nil, fmt.Errorf("passbook: open topic %s: partition %d: %w (passbook verify says more)", name, p, err)
+			}
+		}
+	}
 	d := c.Durability
 	if d == storage.DefaultDurability {
 		d = db.o.Durability
@@ -209,11 +274,14 @@ func (t *Topic) close() error {
 // CreateTopic creates a topic. Zero fields of cfg take the DB's
 // Options.Topic values, then the defaults.
 func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
-	if err := ValidTopicName(name); err != nil {
+	if err := ValidNewTopicName(name); err != nil {
 		return nil, err
 	}
 	cfg = mergeConfig(cfg, db.o.Topic)
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validateNew(db.o.MinSegmentBytes); err != nil {
 		return nil, err
 	}
 	db.mu.Lock()

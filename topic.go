@@ -137,6 +137,35 @@ func (c *TopicConfig) validate() error {
 	return nil
 }
 
+// MaxMaxRecordBytes is the largest MaxRecordBytes a topic may have: a
+// record is held whole in memory by every writer and reader of it.
+const MaxMaxRecordBytes = 256 << 20
+
+// maxSegmentBytes is the largest SegmentBytes (the storage's limit: index
+// positions are 32-bit).
+const maxSegmentBytes = 2 << 30
+
+// validateNew checks what only a new topic must satisfy (an existing
+// topic.json that predates a rule still opens): its segment size at least
+// minSegment and at most 2 GiB, and a record limit in [1, 256 MiB].
+func (c *TopicConfig) validateNew(minSegment int64) error {
+	var problems []string
+	if c.SegmentBytes != 0 && (c.SegmentBytes < max(minSegment, 1) || c.SegmentBytes > maxSegmentBytes) {
+		problems = append(problems, fmt.Sprintf("segment bytes %d not in [%d, %d] (each segment keeps 3 files open: a floor protects the file descriptors)",
+			c.SegmentBytes, max(minSegment, 1), int64(maxSegmentBytes)))
+	}
+	if c.SegmentAge != 0 && c.SegmentAge < time.Millisecond {
+		problems = append(problems, fmt.Sprintf("segment age %v under 1ms", c.SegmentAge))
+	}
+	if c.MaxRecordBytes != 0 && (c.MaxRecordBytes < 1 || c.MaxRecordBytes > MaxMaxRecordBytes) {
+		problems = append(problems, fmt.Sprintf("max record bytes %d not in [1, %d]", c.MaxRecordBytes, MaxMaxRecordBytes))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
 // topicFile is topic.json: the config, plus a format version.
 type topicFile struct {
 	Format int         `json:"format"`
@@ -165,6 +194,25 @@ func ValidTopicName(name string) error {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
 			return fmt.Errorf("%w: %q has %q; use letters, digits, '.', '_' and '-'", ErrInvalidName, name, r)
 		}
+	}
+	return nil
+}
+
+// ValidNewTopicName reports why name cannot be given to a new topic, or
+// nil: ValidTopicName's rules, and not starting with "__" (Kafka's
+// internal topics, such as __consumer_offsets: passbook keeps offsets in
+// its own store, and a user topic by such a name would read as Kafka's to
+// every tool) or "-" (it reads as a flag on every command line).
+// Existing topics keep opening under ValidTopicName alone.
+func ValidNewTopicName(name string) error {
+	if err := ValidTopicName(name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, "__") {
+		return fmt.Errorf("%w: %q starts with \"__\", which Kafka reserves for internal topics", ErrInvalidName, name)
+	}
+	if strings.HasPrefix(name, "-") {
+		return fmt.Errorf("%w: %q starts with '-', which reads as a flag on a command line", ErrInvalidName, name)
 	}
 	return nil
 }

@@ -130,7 +130,9 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 	if repair {
 		verb = "repair"
 	}
-	if _, err := o.FS.Stat(filepath.Join(dir, "topics")); err != nil {
+	if _, err := o.FS.Stat(filepath.Join(dir, "topics")); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s", ErrNoDataDir, dir)
+	} else if err != nil {
 		return nil, fmt.Errorf("passbook: %s %s: not a data directory: %w", verb, dir, err)
 	}
 	lock, err := o.FS.Lock(filepath.Join(dir, "LOCK"))
@@ -138,6 +140,10 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 		var le *vfs.LockedError
 		if errors.As(err, &le) {
 			return nil, fmt.Errorf("passbook: %s %s: the data directory is in use by process %d; stop it first: %w", verb, dir, le.PID, err)
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("passbook: %s %s: the data directory is not writable by this user: %s takes its lock (%s) so that no process writes while it reads; run as the directory's owner, or copy it (cp -a) and %s the copy: %w",
+				verb, dir, verb, filepath.Join(dir, "LOCK"), verb, err)
 		}
 		return nil, fmt.Errorf("passbook: %s %s: %w", verb, dir, err)
 	}

@@ -21,7 +21,7 @@ import (
 func dataDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestVerify_DataDir(t *testing.T) {
 
 func TestVerify_DataDirLocked(t *testing.T) {
 	dir := dataDir(t)
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestVerify_DataDirLocked(t *testing.T) {
 	if _, err := passbook.Verify(dir, nil); !errors.Is(err, vfs.ErrLocked) || !strings.Contains(err.Error(), "in use by process") {
 		t.Errorf("verify of an open data directory: %v", err)
 	}
-	if _, err := passbook.Verify(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "not a data directory") {
+	if _, err := passbook.Verify(t.TempDir(), nil); !errors.Is(err, passbook.ErrNoDataDir) || !strings.Contains(err.Error(), "no data directory at") {
 		t.Errorf("verify of an empty directory: %v", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestRepair_DataDir(t *testing.T) {
 	if rep.Lost == 0 || rep.Start != rep.Lost || rep.Head != 50 {
 		t.Fatalf("repair %+v", rep)
 	}
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

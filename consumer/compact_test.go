@@ -16,7 +16,7 @@ import (
 // offset falls in a gap compaction left goes on at the next record kept,
 // reads every record kept after it, and commits past the gap.
 func TestConsumer_CommittedOffsetInACompactedGap(t *testing.T) {
-	db, err := passbook.Open(t.TempDir(), nil)
+	db, err := passbook.Open(t.TempDir(), &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

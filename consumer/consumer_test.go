@@ -18,7 +18,7 @@ var errCrash = errors.New("crash")
 // openOrders opens a DB with topic "orders" holding n records.
 func openOrders(t testing.TB, n int) (*passbook.DB, *passbook.Topic) {
 	t.Helper()
-	db, err := passbook.Open(t.TempDir(), nil)
+	db, err := passbook.Open(t.TempDir(), &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestConsumer_NameIsExclusive(t *testing.T) {
 
 func TestConsumer_GapAfterRetention(t *testing.T) {
 	now := time.UnixMilli(1_000_000_000)
-	db, err := passbook.Open(t.TempDir(), &passbook.Options{Now: func() time.Time { return now }})
+	db, err := passbook.Open(t.TempDir(), &passbook.Options{Now: func() time.Time { return now }, MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestConsumer_RunFollowsNewRecords(t *testing.T) {
 // also checks that Wait's per-partition waiters, which outlive it, do not
 // read the readers' positions as Run moves them on (found by cmd/torture).
 func TestConsumer_FollowsManyPartitions(t *testing.T) {
-	db, err := passbook.Open(t.TempDir(), nil)
+	db, err := passbook.Open(t.TempDir(), &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ var fuzzServer = sync.OnceValue(func() *fuzzEnv {
 	}
 	mem := vfs.NewMem()
 	mem.MkdirAll(dir, 0o755)
-	db, err := passbook.Open(dir, &passbook.Options{FS: mem})
+	db, err := passbook.Open(dir, &passbook.Options{FS: mem, MinSegmentBytes: -1})
 	if err != nil {
 		panic(err)
 	}

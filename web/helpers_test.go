@@ -38,7 +38,15 @@ func newEnvDB(t *testing.T, dbOpts *passbook.Options, opts *Options) *env {
 // server starts on a data directory that has history.
 func newEnvSetup(t *testing.T, dbOpts *passbook.Options, opts *Options, setup func(*passbook.DB)) *env {
 	t.Helper()
-	db, err := passbook.Open(t.TempDir(), dbOpts)
+	// Tests use segments under the 1 MiB floor, to roll them cheaply.
+	o := passbook.Options{MinSegmentBytes: -1}
+	if dbOpts != nil {
+		o = *dbOpts
+		if o.MinSegmentBytes == 0 {
+			o.MinSegmentBytes = -1
+		}
+	}
+	db, err := passbook.Open(t.TempDir(), &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (e *env) bitFlip() (t tally, target string) {
 	t.trials = 1
 	dir := e.dir()
 	defer os.RemoveAll(dir)
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("open: %v", err)
@@ -72,7 +72,7 @@ func (e *env) bitFlip() (t tally, target string) {
 	// Read everything there is, crossing damage: nothing damaged may come
 	// back as data.
 	changed := false
-	if db, err := passbook.Open(dir, nil); err == nil {
+	if db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1}); err == nil {
 		if v, err := view(db); err == nil {
 			for p := range int32(v.parts) {
 				e.readAcross(v, p, lg, &t, &changed)
@@ -128,7 +128,7 @@ func (e *env) bitFlip() (t tally, target string) {
 		t.verifyBad++
 		t.notef("still wrong after repair of a flip in %s at %d: %v", file, pos, rr.AllProblems())
 	}
-	db, err = passbook.Open(dir, nil)
+	db, err = passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		if target != "offsets" {
 			t.verifyBad++

@@ -56,7 +56,7 @@ func runChild(dir, tag string, seed uint64, d time.Duration) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		return err
 	}

@@ -256,7 +256,7 @@ func (e *env) kill9Kafka() (t tally) {
 		t.verifyBad++
 		t.notef("passbook serve after SIGTERM: %v", err)
 	}
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("open after kill -9: %v", err)
@@ -292,7 +292,7 @@ func (e *env) powerLossKafka() (t tally) {
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	mem := newMem(dir)
-	db, err := passbook.Open(dir, &passbook.Options{FS: mem})
+	db, err := passbook.Open(dir, &passbook.Options{FS: mem, MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("open: %v", err)
@@ -324,7 +324,7 @@ func (e *env) powerLossKafka() (t tally) {
 	<-done
 	db.Close()
 	e.repairAfterPowerLoss(dir, crashed, lg, &t)
-	db, err = passbook.Open(dir, &passbook.Options{FS: crashed})
+	db, err = passbook.Open(dir, &passbook.Options{FS: crashed, MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("reopen after the power loss: %v", err)
@@ -399,7 +399,7 @@ func (e *env) diskErrorKafka() (t tally) {
 	faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: at, Kinds: vfs.OpWrite | vfs.OpSync | vfs.OpSyncDir, ShortWrite: e.rng.IntN(2) == 0})
 	lg := newLedger()
 	lg.onRewind = diag.mark
-	db, err := passbook.Open(dir, &passbook.Options{FS: faulty})
+	db, err := passbook.Open(dir, &passbook.Options{FS: faulty, MinSegmentBytes: -1})
 	if err == nil {
 		if ks, addr, err := inProcess(db, diag); err == nil {
 			w := &kafkaWork{addr: addr, sink: lg, diag: diag, tag: e.tag() + "a", rng: rand.New(rand.NewPCG(e.rng.Uint64(), 13))}
@@ -419,7 +419,7 @@ func (e *env) diskErrorKafka() (t tally) {
 	if faulty.Ops() > at {
 		t.faults++
 	}
-	if db, err := passbook.Open(dir, &passbook.Options{FS: mem}); err != nil {
+	if db, err := passbook.Open(dir, &passbook.Options{FS: mem, MinSegmentBytes: -1}); err != nil {
 		t.verifyBad++
 		t.notef("reopen after a disk fault: %v", err)
 	} else {
@@ -433,7 +433,7 @@ func (e *env) diskErrorKafka() (t tally) {
 // fault (its figures not counted twice), once repaired.
 func (e *env) checkCrashed(dir string, crashed vfs.FS, lg *ledger, t *tally) {
 	e.repairAfterPowerLoss(dir, crashed, lg, t)
-	db, err := passbook.Open(dir, &passbook.Options{FS: crashed})
+	db, err := passbook.Open(dir, &passbook.Options{FS: crashed, MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("reopen after a disk fault and a power loss: %v", err)

@@ -175,7 +175,7 @@ func (e *env) kill9Embedded() (t tally) {
 		t.notef("child after kill -9: %v %v\n%s", err, perr, tail(c.stderr.String(), 4000))
 		return
 	}
-	db, err := passbook.Open(dir, nil)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("open after kill -9: %v", err)
@@ -196,7 +196,7 @@ func (e *env) powerLossEmbedded() (t tally) {
 	dir := e.dir()
 	defer os.RemoveAll(dir)
 	mem := newMem(dir)
-	db, err := passbook.Open(dir, &passbook.Options{FS: mem})
+	db, err := passbook.Open(dir, &passbook.Options{FS: mem, MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("open: %v", err)
@@ -226,7 +226,7 @@ func (e *env) resumeAndCheck(dir string, fsys vfs.FS, lg *ledger, lossy bool, t 
 	if lossy {
 		e.repairAfterPowerLoss(dir, fsys, lg, t)
 	}
-	db, err := passbook.Open(dir, &passbook.Options{FS: fsys})
+	db, err := passbook.Open(dir, &passbook.Options{FS: fsys, MinSegmentBytes: -1})
 	if err != nil {
 		t.verifyBad++
 		t.notef("reopen after the fault: %v", err)
@@ -265,7 +265,7 @@ func (e *env) diskErrorEmbedded() (t tally) {
 	at := e.rng.IntN(int(e.ops))
 	faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: at, Kinds: vfs.OpWrite | vfs.OpSync | vfs.OpSyncDir, ShortWrite: e.rng.IntN(2) == 0})
 	lg := newLedger()
-	db, err := passbook.Open(dir, &passbook.Options{FS: faulty})
+	db, err := passbook.Open(dir, &passbook.Options{FS: faulty, MinSegmentBytes: -1})
 	if err == nil {
 		w := &embedded{db: db, sink: lg, tag: e.tag() + "a", producers: 3, fsync: 0.5, durableReads: true, rng: rand.New(rand.NewPCG(e.rng.Uint64(), 5))}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -287,7 +287,7 @@ func (e *env) diskErrorEmbedded() (t tally) {
 		t.faults++
 	}
 	// The process restarts: everything written is there.
-	if db, err := passbook.Open(dir, &passbook.Options{FS: mem}); err != nil {
+	if db, err := passbook.Open(dir, &passbook.Options{FS: mem, MinSegmentBytes: -1}); err != nil {
 		t.verifyBad++
 		t.notef("reopen after a disk fault: %v", err)
 	} else {
