@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +28,7 @@ func newDumpCmd(e *env) *cobra.Command {
 		from      int64
 		records   bool
 		maxBytes  int
+		asJSON    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dump TOPIC | FILE.log",
@@ -35,6 +39,15 @@ timestamps and producer fields; with --records, every record too. Damaged
 bytes are printed as DAMAGE with their position and what is wrong, and the
 dump goes on at the next valid batch.
 
+--json prints one JSON object per line instead, each with a "type" and
+snake_case keys: segment (file, base_offset, bytes); batch (pos, base_offset,
+last_offset, count, size, codec, crc_ok, first_timestamp, max_timestamp,
+producer_id, producer_epoch, base_sequence, transactional, control);
+record, with --records (offset, timestamp, key, value, headers: strings,
+null for none, cut at --max-bytes with key_bytes and value_bytes the
+whole sizes); damage (pos, size, detail); and a closing summary (batches,
+records, damaged_bytes) per segment.
+
 Give a topic (its partition with --partition), or the path of one segment
 file — such as one repair moved aside (name.log.corrupt-<time>). dump only
 reads: it works on a data directory a server has open, too.`,
@@ -42,7 +55,7 @@ reads: it works on a data directory a server has open, too.`,
   passbook dump ./data/topics/orders/0/00000000000000000000.log.corrupt-20260102T030405Z`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := dumper{w: e.stdout, from: from, records: records, maxBytes: maxBytes}
+			d := dumper{w: e.stdout, from: from, records: records, maxBytes: maxBytes, json: asJSON}
 			if fi, err := os.Stat(args[0]); err == nil && !fi.IsDir() {
 				base, err := fileBase(args[0])
 				if err != nil {
@@ -52,6 +65,9 @@ reads: it works on a data directory a server has open, too.`,
 			}
 			if err := passbook.ValidTopicName(args[0]); err != nil {
 				return usageError{fmt.Errorf("%w (or no such file)", err)}
+			}
+			if _, err := os.Stat(filepath.Join(e.data, "topics")); errors.Is(err, fs.ErrNotExist) {
+				return noDataDirHint(fmt.Errorf("%w at %s", passbook.ErrNoDataDir, e.data))
 			}
 			dir := filepath.Join(e.data, "topics", args[0], strconv.Itoa(int(partition)))
 			if _, err := os.Stat(filepath.Join(e.data, "topics", args[0], "topic.json")); err != nil {
@@ -91,6 +107,7 @@ reads: it works on a data directory a server has open, too.`,
 	f.Int64Var(&from, "from", 0, "start at the batch holding this offset")
 	f.BoolVar(&records, "records", false, "print every record too")
 	f.IntVar(&maxBytes, "max-bytes", 64, "print at most this many bytes of each key, value and header (0: all)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per line: segments, batches, records, damage")
 	return cmd
 }
 
@@ -111,6 +128,7 @@ type dumper struct {
 	from     int64
 	records  bool
 	maxBytes int
+	json     bool
 	cur      batch.Cursor
 }
 
@@ -119,13 +137,22 @@ func (d *dumper) file(path string, base int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.w, "segment %s: base offset %s, %s bytes\n", path, thousands.Int(base), thousands.Int(fi.Size()))
+	if d.json {
+		d.line(map[string]any{"type": "segment", "file": path, "base_offset": base, "bytes": fi.Size()})
+	} else {
+		fmt.Fprintf(d.w, "segment %s: base offset %s, %s bytes\n", path, thousands.Int(base), thousands.Int(fi.Size()))
+	}
 	var batches, recs, damaged int64
 	for sb, err := range storage.ScanSegment(vfs.OS(), path, base) {
 		if err != nil {
 			return err
 		}
 		h := sb.Header
+		if sb.Damaged() && d.json {
+			damaged += sb.Size
+			d.line(map[string]any{"type": "damage", "pos": sb.Pos, "size": sb.Size, "detail": sb.Err.Error()})
+			continue
+		}
 		if sb.Damaged() {
 			damaged += sb.Size
 			fmt.Fprintf(d.w, "DAMAGE pos=%d size=%d: %v", sb.Pos, sb.Size, sb.Err)
@@ -140,12 +167,27 @@ func (d *dumper) file(path string, base int64) error {
 		}
 		batches++
 		recs += int64(h.RecordCount)
+		if d.json {
+			d.line(map[string]any{"type": "batch", "pos": sb.Pos, "base_offset": h.BaseOffset, "last_offset": h.LastOffset(),
+				"count": h.RecordCount, "size": sb.Size, "codec": h.Codec().String(), "crc_ok": true,
+				"first_timestamp": stampJSON(h.BaseTimestamp), "max_timestamp": stampJSON(h.MaxTimestamp),
+				"producer_id": h.ProducerID, "producer_epoch": h.ProducerEpoch, "base_sequence": h.BaseSequence,
+				"transactional": h.Attributes&batch.AttrTransactional != 0, "control": h.IsControl()})
+			if d.records {
+				d.printRecords(sb.Batch)
+			}
+			continue
+		}
 		fmt.Fprintf(d.w, "batch pos=%d offsets=%d-%d count=%d size=%d codec=%s crc=ok time=%s..%s producer=%d epoch=%d seq=%d%s\n",
 			sb.Pos, h.BaseOffset, h.LastOffset(), h.RecordCount, sb.Size, h.Codec(), stamp(h.BaseTimestamp), stamp(h.MaxTimestamp),
 			h.ProducerID, h.ProducerEpoch, h.BaseSequence, attrs(h))
 		if d.records {
 			d.printRecords(sb.Batch)
 		}
+	}
+	if d.json {
+		d.line(map[string]any{"type": "summary", "file": path, "batches": batches, "records": recs, "damaged_bytes": damaged})
+		return nil
 	}
 	fmt.Fprintf(d.w, "%s, %s", pluralInt(batches, "batch"), pluralInt(recs, "record"))
 	if damaged > 0 {
@@ -168,6 +210,15 @@ func (d *dumper) printRecords(b []byte) {
 		if rec.Offset < d.from {
 			continue
 		}
+		if d.json {
+			hs := make([]map[string]any, 0, len(rec.Headers))
+			for _, hd := range rec.Headers {
+				hs = append(hs, map[string]any{"key": hd.Key, "value": d.cut(hd.Value)})
+			}
+			d.line(map[string]any{"type": "record", "offset": rec.Offset, "timestamp": stampJSON(rec.Timestamp.UnixMilli()),
+				"key": d.cut(rec.Key), "key_bytes": len(rec.Key), "value": d.cut(rec.Value), "value_bytes": len(rec.Value), "headers": hs})
+			continue
+		}
 		fmt.Fprintf(d.w, "  offset=%d time=%s key=%s value=%s", rec.Offset, stamp(rec.Timestamp.UnixMilli()), d.quote(rec.Key), d.quote(rec.Value))
 		for _, hd := range rec.Headers {
 			fmt.Fprintf(d.w, " header:%s=%s", strconv.Quote(hd.Key), d.quote(hd.Value))
@@ -177,6 +228,31 @@ func (d *dumper) printRecords(b []byte) {
 	if err := d.cur.Err(); err != nil {
 		fmt.Fprintf(d.w, "  records: %v\n", err)
 	}
+}
+
+// line writes v as one line of JSON.
+func (d *dumper) line(v any) {
+	b, _ := json.Marshal(v)
+	d.w.Write(append(b, '\n'))
+}
+
+// cut is b as a JSON string cut at maxBytes, or nil (null) for nil.
+func (d *dumper) cut(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	if d.maxBytes > 0 && len(b) > d.maxBytes {
+		b = b[:d.maxBytes]
+	}
+	return string(b)
+}
+
+// stampJSON is a timestamp in milliseconds as RFC 3339, or nil for none.
+func stampJSON(ms int64) any {
+	if ms < 0 {
+		return nil
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
 // quote prints bytes as a Go string, null as null, cut at maxBytes.

@@ -41,7 +41,7 @@ func TestCLI_Forensics_Golden(t *testing.T) {
 		stdin  string
 		args   string
 	}{
-		{nil, "", "topic create orders --segment-bytes 1024"},
+		{nil, "", "topic create orders --internal-segment-bytes 1024"},
 		{nil, strings.Join(lines, "\n") + "\n", "produce orders"},
 		{nil, "", "offsets set 30 --consumer billing --topic orders"},
 		{nil, "", "verify"},

@@ -1,14 +1,48 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/spf13/cobra"
 )
+
+// noSuchConsumer is the error for a consumer name with no committed
+// offset (on topic, if given), listing the names there are.
+func noSuchConsumer(ctx context.Context, db *passbook.DB, name, topic string) error {
+	all, err := db.Offsets().List(ctx, offsets.Filter{Topic: topic})
+	if err != nil {
+		return err
+	}
+	where := ""
+	if topic != "" {
+		where = " on topic " + topic
+	}
+	known := consumerNames(all)
+	if len(known) == 0 {
+		return fmt.Errorf("no consumer named %s: no consumer has committed an offset%s", name, where)
+	}
+	return fmt.Errorf("no consumer named %s has committed an offset%s (consumers: %s)", name, where, strings.Join(known, ", "))
+}
+
+// consumerNames lists the distinct consumers of entries, sorted.
+func consumerNames(entries []offsets.Entry) []string {
+	var names []string
+	for _, en := range entries {
+		if !slices.Contains(names, en.Consumer) {
+			names = append(names, en.Consumer)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
 
 func newLagCmd(e *env) *cobra.Command {
 	var name, topic string
@@ -18,7 +52,19 @@ func newLagCmd(e *env) *cobra.Command {
 		Short: "Show how far each consumer is behind the head, per partition",
 		Long: `Show every consumer's committed offset, the head and the lag (head minus
 committed) per partition. MISSED counts records retention deleted before the
-consumer read them.`,
+consumer read them.
+
+--consumer and --topic must name a consumer that has committed an offset
+and a topic that exists: a name that matches nothing is an error (exit 1)
+that lists the names there are, not an empty table.
+
+Like every command that opens the data directory, lag refuses while
+another process (passbook serve, a consume) has it open, naming its pid;
+the dashboard and /api/consumers of a running serve --http show the same.
+
+--json prints an array of objects with snake_case keys: consumer, topic,
+partition, committed (the next offset to read; -1: nothing committed),
+start (the log start offset), head, lag and missed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := e.open()
@@ -27,9 +73,17 @@ consumer read them.`,
 			}
 			defer db.Close()
 			ctx := cmd.Context()
+			if topic != "" {
+				if _, err := db.Topic(topic); err != nil {
+					return fmt.Errorf("%w (passbook topic list shows the topics)", err)
+				}
+			}
 			entries, err := db.Offsets().List(ctx, offsets.Filter{Consumer: name, Topic: topic})
 			if err != nil {
 				return err
+			}
+			if name != "" && len(entries) == 0 {
+				return noSuchConsumer(ctx, db, name, topic)
 			}
 			type pair struct{ consumer, topic string }
 			var pairs []pair

@@ -59,7 +59,11 @@ func TestCLI_Golden(t *testing.T) {
 		{"", "replay orders --consumer orders-writer --to earliest"},
 		{"", "replay orders --consumer orders-writer --to 1000"},
 		{"", "offsets set 42 --consumer orders-writer --topic orders"},
+		{"", "offsets set -3 --consumer orders-writer --topic orders"},
 		{"", "offsets list --topic orders"},
+		{"", "offsets list --topic orders --json"},
+		{"", "lag --consumer ghost"},
+		{"", "replay orders --consumer typo --to earliest"},
 		{"", "lag --consumer orders-writer --json"},
 		{"", "offsets delete --consumer analytics-v2"},
 		{"", "consume orders --consumer x --commit sometimes"},
@@ -68,7 +72,9 @@ func TestCLI_Golden(t *testing.T) {
 		{"", "consume orders"},
 		{"", "topic delete users"},
 		{"", "topic list"},
+		{"", "topic craete prices"},
 		{"", "topic create prices --cleanup-policy compact --segment-bytes 100"},
+		{"", "topic create prices --cleanup-policy compact --internal-segment-bytes 100"},
 		{"apple:1\npear:1\n", "produce prices --key-sep :"},
 		{"apple:2\n", "produce prices --key-sep :"},
 		{"pear:2\nplum:1\n", "produce prices --key-sep :"},
@@ -105,7 +111,7 @@ func TestCLI_Golden(t *testing.T) {
 func TestCLI_LockedDataDirectory(t *testing.T) {
 	data := t.TempDir()
 	e := &env{data: data, stderr: &bytes.Buffer{}}
-	db, err := e.open()
+	db, err := e.create()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func newOffsetsCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{Use: "offsets", Short: "List, set and delete committed offsets"}
+	cmd := group(&cobra.Command{Use: "offsets", Short: "List, set and delete committed offsets"})
 	cmd.AddCommand(newOffsetsListCmd(e), newOffsetsSetCmd(e), newOffsetsDeleteCmd(e))
 	return cmd
 }
@@ -24,7 +24,13 @@ func newOffsetsListCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List committed offsets (the next offset each consumer will read)",
-		Args:  cobra.NoArgs,
+		Long: `List committed offsets: per consumer, topic and partition, the next offset
+the consumer will read, and when it was committed.
+
+--json prints an array of objects with snake_case keys: consumer, topic,
+partition, committed (the next offset to read), metadata (Kafka's commit
+metadata, "" if none) and updated_at (RFC 3339, UTC).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := e.open()
 			if err != nil {
@@ -36,10 +42,12 @@ func newOffsetsListCmd(e *env) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if entries == nil {
-					entries = []offsets.Entry{}
+				rows := make([]offsetJSON, 0, len(entries))
+				for _, en := range entries {
+					rows = append(rows, offsetJSON{en.Consumer, en.Topic, en.Partition, en.Offset, en.Metadata,
+						en.UpdatedAt.UTC().Format(time.RFC3339Nano)})
 				}
-				return writeJSON(e, entries)
+				return writeJSON(e, rows)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CONSUMER\tTOPIC\tPARTITION\tCOMMITTED\tUPDATED")
@@ -55,17 +63,38 @@ func newOffsetsListCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// offsetJSON is one committed offset in offsets list --json.
+type offsetJSON struct {
+	Consumer  string `json:"consumer"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"`
+	Metadata  string `json:"metadata"`
+	UpdatedAt string `json:"updated_at"`
+}
+
 func newOffsetsSetCmd(e *env) *cobra.Command {
 	var name, topic string
 	var partition int32
 	cmd := &cobra.Command{
 		Use:   "set OFFSET --consumer NAME --topic TOPIC [--partition P]",
 		Short: "Set a consumer's committed offset on one partition",
-		Args:  cobra.ExactArgs(1),
+		Long: `Set a consumer's committed offset on one partition: OFFSET is the next
+offset it will read (the last one it processed + 1), 0 or more, within the
+partition's [log start, head].
+
+A committed offset is never negative. An argument such as -3 reads as a
+flag; it is refused with that said, and so is -3 passed after -- (the
+usual way to give an argument that starts with '-').`,
+		Example: `  passbook offsets set 1500 --consumer billing --topic orders --partition 2`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			off, err := strconv.ParseInt(args[0], 10, 64)
-			if err != nil || off < 0 {
-				return usagef("offset %q: want a whole number >= 0", args[0])
+			if err != nil {
+				return usagef("offset %q: want a whole number, 0 or more", args[0])
+			}
+			if off < 0 {
+				return usagef("offset %d: a committed offset can't be negative (it is the next offset to read: 0 or more)", off)
 			}
 			if name == "" || topic == "" {
 				return usagef("--consumer and --topic are required")
@@ -75,6 +104,9 @@ func newOffsetsSetCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer db.Close()
+			if _, err := t.Partition(partition); err != nil {
+				return usageError{fmt.Errorf("--partition: %w", err)}
+			}
 			moved, err := consumer.Seek(cmd.Context(), db.Offsets(), t, name, consumer.AtOffset(off), []int32{partition})
 			if err != nil {
 				return err

@@ -9,7 +9,7 @@ import (
 )
 
 func newRepairCmd(e *env) *cobra.Command {
-	var dry bool
+	var dry, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "repair",
 		Short: "Fix what verify finds, moving damaged data aside, never deleting it",
@@ -32,7 +32,16 @@ and print exactly what it did:
 No record is deleted: read what was moved aside with passbook dump FILE. Then
 the directory is verified again; the exit code is 1 if anything is still
 wrong (an offset store that fails SQLite's integrity check cannot be
-repaired: restore it from a backup, or move it aside).`,
+repaired: restore it from a backup, or move it aside).
+
+--json prints one object instead, with snake_case keys: dir, ok (nothing
+left wrong; with --dry-run, nothing wrong now), dry_run, topics,
+committed_offsets, partitions (topic, partition, segments, batches,
+records, bytes, start, head after the repair, and lost: the offsets taken
+out of the log), problems (kind, file, pos, from, to, detail, text: those
+left, or with --dry-run those found), actions (what, file, detail, from,
+to, text: done, or with --dry-run that would be done) and notes. The exit
+code is the same.`,
 		Example: `  passbook repair --data ./data --dry-run
   passbook repair --data ./data`,
 		Args: cobra.NoArgs,
@@ -41,7 +50,16 @@ repaired: restore it from a backup, or move it aside).`,
 			r, err := passbook.Repair(e.data, &passbook.CheckOptions{DryRun: dry, Progress: pr.update})
 			pr.done()
 			if err != nil {
-				return err
+				return noDataDirHint(err)
+			}
+			if asJSON {
+				if err := writeJSON(e, toCheckJSON(r, true, dry)); err != nil {
+					return err
+				}
+				if ps := r.AllProblems(); !dry && len(ps) > 0 {
+					return fmt.Errorf("%s left that repair cannot fix", plural(len(ps), "problem"))
+				}
+				return nil
 			}
 			would := ""
 			if dry {
@@ -82,6 +100,7 @@ repaired: restore it from a backup, or move it aside).`,
 		},
 	}
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "print what repair would do, and do nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what it did (or would do) as JSON")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -13,13 +14,18 @@ import (
 func newReplayCmd(e *env) *cobra.Command {
 	var name, to string
 	var partitions []int32
+	var create bool
 	cmd := &cobra.Command{
 		Use:   "replay TOPIC --consumer NAME --to earliest|OFFSET|TIME",
 		Short: "Move a consumer's committed offset back (or forward) so it re-reads from there",
 		Long: `Move a consumer's committed offsets on a topic: to earliest (re-read
 everything kept), to an offset, to the first record at or after an RFC 3339
 time, or to latest (skip to the head). Other consumers are not touched. It
-refuses while the consumer is running.`,
+refuses while the consumer is running.
+
+A consumer that has committed nothing on the topic is refused, with the
+names of those that have, so that a typo does not start a new consumer:
+pass --create to make it (it then starts where --to says).`,
 		Example: `  passbook replay orders --consumer analytics-v2 --to earliest
   passbook replay orders --consumer billing --to 2026-11-28T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
@@ -40,11 +46,23 @@ refuses while the consumer is running.`,
 			}
 			defer db.Close()
 			ctx := cmd.Context()
+			for _, p := range partitions {
+				if _, err := t.Partition(p); err != nil {
+					return usageError{fmt.Errorf("--partition: %w", err)}
+				}
+			}
 			before := map[int32]int64{}
 			for p := range t.Partitions() {
-				if off, err := db.Offsets().Committed(ctx, offsets.Key{Consumer: name, Topic: t.Name(), Partition: int32(p)}); err == nil {
+				off, err := db.Offsets().Committed(ctx, offsets.Key{Consumer: name, Topic: t.Name(), Partition: int32(p)})
+				if err == nil {
 					before[int32(p)] = off
+				} else if !errors.Is(err, offsets.ErrNotFound) {
+					return err
 				}
+			}
+			if len(before) == 0 && !create {
+				err := noSuchConsumer(ctx, db, name, t.Name())
+				return fmt.Errorf("%w; to start a new consumer there, pass --create", err)
 			}
 			moved, err := consumer.Seek(ctx, db.Offsets(), t, name, target, partitions)
 			if err != nil {
@@ -68,5 +86,6 @@ refuses while the consumer is running.`,
 	cmd.Flags().StringVar(&name, "consumer", "", "consumer name (required)")
 	cmd.Flags().StringVar(&to, "to", "", "earliest, latest, an offset, or an RFC 3339 time (required)")
 	cmd.Flags().Int32SliceVar(&partitions, "partition", nil, "only these partitions (default all)")
+	cmd.Flags().BoolVar(&create, "create", false, "make the consumer if it has committed nothing on the topic yet")
 	return cmd
 }

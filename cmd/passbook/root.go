@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/passbook-log/passbook"
 	"github.com/spf13/cobra"
@@ -31,21 +33,74 @@ replay all of history.
 Start with:  passbook lab`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
+		Args:          unknownCommand,
+		RunE:          func(c *cobra.Command, args []string) error { return c.Help() },
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.PersistentFlags().StringVar(&e.data, "data", "./passbook-data", "data directory")
 	root.PersistentFlags().BoolVarP(&e.verbose, "verbose", "v", false, "log what the engine does to stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if m := negativeArg.FindStringSubmatch(err.Error()); m != nil {
+			if c.CommandPath() == "passbook offsets set" {
+				return usagef("offset %s: a committed offset can't be negative (it is the next offset to read: 0 or more)\nSee '%s --help'.", m[1], c.CommandPath())
+			}
+			return usagef("%s reads as a flag, and no argument here is a negative number\nSee '%s --help'.", m[1], c.CommandPath())
+		}
 		return usageError{fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
 	})
 	root.AddCommand(
 		newTopicCmd(e), newProduceCmd(e), newConsumeCmd(e), newLagCmd(e),
 		newReplayCmd(e), newOffsetsCmd(e), newLabCmd(e),
 		newServeCmd(e), newVerifyCmd(e), newRepairCmd(e), newDumpCmd(e),
+		newVersionCmd(),
 	)
-	for _, c := range root.Commands() {
-		wrapArgs(c)
-	}
+	wrapArgs(root)
 	return root
+}
+
+// negativeArg matches pflag's error for an argument such as -3, which it
+// reads as shorthand flags.
+var negativeArg = regexp.MustCompile(`^unknown shorthand flag: '[0-9]' in (-[0-9][0-9_]*)$`)
+
+// unknownCommand is the Args of a command that only groups subcommands
+// (and of the root): any argument is a mistyped subcommand, a usage error
+// (exit 2) with cobra's suggestions, where cobra itself would print help
+// and exit 0 for all but the root.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only for the root
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usagef("%s", msg) // wrapArgs adds the pointer to --help
+}
+
+// group makes c a command that only groups subcommands: run without one,
+// it prints its help and exits 2; with an unknown one, it says so.
+func group(c *cobra.Command) *cobra.Command {
+	c.Args = unknownCommand
+	c.RunE = func(c *cobra.Command, args []string) error {
+		c.SetOut(c.ErrOrStderr())
+		c.Help()
+		return usagef("%s needs a command: %s", c.CommandPath(), strings.Join(subNames(c), ", "))
+	}
+	return c
+}
+
+func subNames(c *cobra.Command) []string {
+	var names []string
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	return names
 }
 
 // wrapArgs makes argument-count errors usage errors (exit code 2).
@@ -64,9 +119,35 @@ func wrapArgs(c *cobra.Command) {
 	}
 }
 
-// open opens the data directory.
+// open opens an existing data directory: every command but topic create,
+// produce's auto-creation, serve and lab works on one that exists, and
+// none creates one where --data was mistyped.
 func (e *env) open() (*passbook.DB, error) {
-	o := &passbook.Options{}
+	db, err := e.openDB(true)
+	return db, noDataDirHint(err)
+}
+
+// noDataDirHint says what to do about a data directory that is not there.
+func noDataDirHint(err error) error {
+	if errors.Is(err, passbook.ErrNoDataDir) {
+		return fmt.Errorf("%w (create one with: passbook topic create NAME, or pass --data)", err)
+	}
+	return err
+}
+
+// create opens the data directory, creating it if needed.
+func (e *env) create() (*passbook.DB, error) { return e.openDB(false) }
+
+// openWith opens the data directory with o, creating it if needed.
+func (e *env) openWith(o *passbook.Options) (*passbook.DB, error) {
+	if e.verbose {
+		o.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return passbook.Open(e.data, o)
+}
+
+func (e *env) openDB(existing bool) (*passbook.DB, error) {
+	o := &passbook.Options{NoCreate: existing}
 	if e.verbose {
 		o.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

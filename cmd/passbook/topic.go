@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 func newTopicCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{Use: "topic", Short: "Create, list, describe and delete topics"}
+	cmd := group(&cobra.Command{Use: "topic", Short: "Create, list, describe and delete topics"})
 	cmd.AddCommand(newTopicCreateCmd(e), newTopicListCmd(e), newTopicDescribeCmd(e), newTopicDeleteCmd(e), newTopicCompactCmd(e))
 	return cmd
 }
@@ -22,15 +23,30 @@ func newTopicCreateCmd(e *env) *cobra.Command {
 	var (
 		cfg        passbook.TopicConfig
 		durability string
+		internal   int64
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
+		Long: `Create a topic. Names are Kafka's: 1 to 249 of [a-zA-Z0-9._-], not starting
+with "__" (Kafka's internal topics, such as __consumer_offsets) or "-" (it
+would read as a flag).
+
+--segment-bytes is at least 1 MiB (1048576), Kafka 4's floor for
+segment.bytes: every segment keeps three files open (its log, index and
+time index) for as long as it exists, so tiny segments would spend the
+process's file descriptors a few records at a time. The same rule holds for
+topics created through the HTTP API, Kafka's CreateTopics and the Go API.
+--max-message-bytes is in [1, 268435456] (256 MiB).
+
+Every value is checked before anything is created: a bad one exits 2 and
+leaves the data directory as it was.`,
 		Example: `  passbook topic create orders
-  passbook topic create clicks --partitions 6 --retention 168h --retention-bytes 1073741824`,
+  passbook topic create clicks --partitions 6 --retention 168h --retention-bytes 1073741824
+  passbook topic create prices --cleanup-policy compact --max-message-bytes 65536`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := passbook.ValidTopicName(args[0]); err != nil {
+			if err := passbook.ValidNewTopicName(args[0]); err != nil {
 				return usageError{err}
 			}
 			if durability != "" {
@@ -40,12 +56,25 @@ func newTopicCreateCmd(e *env) *cobra.Command {
 				}
 				cfg.Durability = d
 			}
-			db, err := e.open()
+			if err := checkTopicFlags(cmd, cfg); err != nil {
+				return err
+			}
+			o := &passbook.Options{}
+			if cmd.Flags().Changed("internal-segment-bytes") {
+				if cmd.Flags().Changed("segment-bytes") || internal < 1 {
+					return usagef("--internal-segment-bytes %d: want 1 or more, without --segment-bytes", internal)
+				}
+				cfg.SegmentBytes, o.MinSegmentBytes = internal, -1
+			}
+			db, err := e.openWith(o)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
 			t, err := db.CreateTopic(args[0], cfg)
+			if errors.Is(err, passbook.ErrInvalidConfig) || errors.Is(err, passbook.ErrInvalidName) {
+				return usageError{err} // every value came from the command line
+			}
 			if err != nil {
 				return err
 			}
@@ -54,14 +83,50 @@ func newTopicCreateCmd(e *env) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.Partitions, "partitions", 1, "number of partitions")
+	f.IntVar(&cfg.Partitions, "partitions", 1, "number of partitions, 1 to 10000")
 	f.DurationVar(&cfg.RetentionAge, "retention", 0, "delete segments whose newest record is older than this (0: keep forever)")
 	f.Int64Var(&cfg.RetentionBytes, "retention-bytes", 0, "per partition, delete the oldest segments past this size (0: no limit)")
-	f.Int64Var(&cfg.SegmentBytes, "segment-bytes", 0, "roll segments at this size (default 128 MiB)")
+	f.Int64Var(&cfg.SegmentBytes, "segment-bytes", 0, "roll segments at this size, 1048576 to 2147483648 (default 128 MiB)")
+	f.DurationVar(&cfg.SegmentAge, "segment-age", 0, "roll a segment this long after its first record, at least 1ms (default 168h; Kafka's segment.ms)")
+	f.IntVar(&cfg.MaxRecordBytes, "max-message-bytes", 0, "largest record (key + value + headers), 1 to 268435456 (default 1 MiB; Kafka's max.message.bytes)")
+	f.Int64Var(&internal, "internal-segment-bytes", 0, "segment bytes below the floor, for tests and demonstrations (Kafka's internal.segment.bytes)")
+	f.MarkHidden("internal-segment-bytes")
 	f.StringVar(&durability, "durability", "", "what an acknowledged append survives: os (process crash), fsync (power loss) or interval")
 	f.StringVar(&cfg.CleanupPolicy, "cleanup-policy", "", "delete (default), compact or compact,delete")
 	f.DurationVar(&cfg.DeleteRetention, "delete-retention", 0, "on a compacted topic, keep tombstones this long after compaction first sees them (default 24h)")
 	return cmd
+}
+
+// checkTopicFlags refuses what topic create would otherwise accept and
+// silently change or ignore: a usage error (exit 2) naming the flag.
+func checkTopicFlags(cmd *cobra.Command, cfg passbook.TopicConfig) error {
+	f := cmd.Flags()
+	set := f.Changed
+	switch {
+	case set("partitions") && (cfg.Partitions < 1 || cfg.Partitions > 10_000):
+		return usagef("--partitions %d: want 1 to 10000", cfg.Partitions)
+	case cfg.RetentionAge < 0:
+		return usagef("--retention %v: want a duration of 0 (keep forever) or more", cfg.RetentionAge)
+	case cfg.RetentionBytes < 0:
+		return usagef("--retention-bytes %d: want 0 (no limit) or more", cfg.RetentionBytes)
+	case set("segment-bytes") && (cfg.SegmentBytes < passbook.MinSegmentBytes || cfg.SegmentBytes > 2<<30):
+		return usagef("--segment-bytes %d: want %s to %s (each segment keeps 3 files open: see --help)", cfg.SegmentBytes,
+			thousands.Int(passbook.MinSegmentBytes), thousands.Int(2<<30))
+	case set("segment-age") && cfg.SegmentAge < time.Millisecond:
+		return usagef("--segment-age %v: want 1ms or more", cfg.SegmentAge)
+	case set("max-message-bytes") && (cfg.MaxRecordBytes < 1 || cfg.MaxRecordBytes > passbook.MaxMaxRecordBytes):
+		return usagef("--max-message-bytes %d: want 1 to %s", cfg.MaxRecordBytes, thousands.Int(passbook.MaxMaxRecordBytes))
+	case set("delete-retention") && cfg.DeleteRetention <= 0:
+		return usagef("--delete-retention %v: want a positive duration", cfg.DeleteRetention)
+	}
+	compacted := cfg.Compacted()
+	if set("delete-retention") && !compacted {
+		return usagef("--delete-retention applies only to a compacted topic (--cleanup-policy compact or compact,delete)")
+	}
+	if cfg.CleanupPolicy == passbook.CleanupCompact && (cfg.RetentionAge > 0 || cfg.RetentionBytes > 0) {
+		return usagef("--retention and --retention-bytes do nothing with --cleanup-policy compact, which keeps every key's newest record (use compact,delete for both)")
+	}
+	return nil
 }
 
 func newTopicListCmd(e *env) *cobra.Command {

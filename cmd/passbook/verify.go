@@ -11,7 +11,7 @@ import (
 )
 
 func newVerifyCmd(e *env) *cobra.Command {
-	var quiet bool
+	var quiet, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every batch, index and committed offset of a data directory",
@@ -25,7 +25,13 @@ checksum, and every committed offset within [0, head] of its partition).
 
 Each problem is printed with its file and byte position and the offsets it
 affects. The exit code is 0 when nothing is wrong, 1 otherwise. See
-passbook repair to fix what can be fixed.`,
+passbook repair to fix what can be fixed.
+
+--json prints one object instead, with snake_case keys: dir, ok,
+topics, committed_offsets, partitions (topic, partition, segments,
+batches, records, bytes, start, head), problems (kind, file, pos, from,
+to, detail, and text: the line verify prints), actions (always empty
+here) and notes. The exit code is the same.`,
 		Example: `  passbook verify --data ./data
   passbook verify --data ./data --quiet && echo clean`,
 		Args: cobra.NoArgs,
@@ -34,9 +40,18 @@ passbook repair to fix what can be fixed.`,
 			r, err := passbook.Verify(e.data, &passbook.CheckOptions{Progress: pr.update})
 			pr.done()
 			if err != nil {
-				return err
+				return noDataDirHint(err)
 			}
 			ps := r.AllProblems()
+			if asJSON {
+				if err := writeJSON(e, toCheckJSON(r, false, false)); err != nil {
+					return err
+				}
+				if len(ps) > 0 {
+					return fmt.Errorf("%s found (see what passbook repair --dry-run --data %s would do)", plural(len(ps), "problem"), e.data)
+				}
+				return nil
+			}
 			if !quiet {
 				for _, n := range r.Notes {
 					fmt.Fprintln(e.stdout, "note:", n)
@@ -60,6 +75,7 @@ passbook repair to fix what can be fixed.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only problems")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
 
