@@ -2,23 +2,39 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
-	"flag"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/consumer"
 )
 
+// ChildEnv is the environment variable that carries the consumer
+// process's settings (CrashProcess) from the lab to its child, as JSON.
+// The child's command line (Options.Child, default "passbook lab --child")
+// carries none of them, so no command-line parser can misread them.
+const ChildEnv = "PASSBOOK_LAB_CHILD"
+
+// childSpec is what the consumer process needs to know.
+type childSpec struct {
+	Dir       string `json:"dir"`
+	CrashAt   int64  `json:"crash_at"`
+	Commit    string `json:"commit"`
+	Processed string `json:"processed"`
+}
+
 // crashChild runs Part 2's first consumer in a child process, kills it
-// with SIGKILL right after the crash point, reopens the data directory and
-// resumes with a new consumer of the same name.
+// with SIGKILL at the crash point, reopens the data directory and resumes
+// with a new consumer of the same name.
 func crashChild(ctx context.Context, o Options, dir string, r *Result) (*passbook.DB, *passbook.Topic, error) {
 	processed := filepath.Join(dir, "processed-by-child")
 	args := o.Child
@@ -29,10 +45,14 @@ func crashChild(ctx context.Context, o Options, dir string, r *Result) (*passboo
 		}
 		args = []string{exe, "lab", "--child"}
 	}
-	cmd := exec.CommandContext(ctx, args[0], append(args[1:],
-		"-dir", dir, "-crash-at", fmt.Sprint(o.CrashAt), "-commit", o.Commit.String(), "-processed", processed)...)
-	cmd.Env = append(os.Environ(), "PASSBOOK_LAB_CHILD=1")
-	cmd.Stderr = os.Stderr
+	spec, err := json.Marshal(childSpec{Dir: dir, CrashAt: o.CrashAt, Commit: o.Commit.String(), Processed: processed})
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), ChildEnv+"="+string(spec))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err
@@ -44,7 +64,11 @@ func crashChild(ctx context.Context, o Options, dir string, r *Result) (*passboo
 	if err != nil || line != "at the crash point\n" {
 		cmd.Process.Kill()
 		cmd.Wait()
-		return nil, nil, fmt.Errorf("the consumer process did not reach the crash point (said %q): %v", line, err)
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" && err != nil {
+			msg = err.Error()
+		}
+		return nil, nil, fmt.Errorf("the consumer process (%s) did not reach the crash point: %s", strings.Join(args, " "), msg)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -80,16 +104,16 @@ func crashChild(ctx context.Context, o Options, dir string, r *Result) (*passboo
 // ChildMain is the consumer process of CrashProcess: it consumes as
 // consumer A, recording each processed offset in a file with one write
 // (which survives SIGKILL), and at the crash point says so on stdout and
-// waits to be killed.
-func ChildMain(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("lab-child", flag.ContinueOnError)
-	dir := fs.String("dir", "", "data directory")
-	crashAt := fs.Int64("crash-at", 0, "crash after this offset")
-	commit := fs.String("commit", "after", "after or before")
-	processed := fs.String("processed", "", "file of processed offsets")
-	if err := fs.Parse(args); err != nil {
-		return err
+// waits to be killed. spec is the value of ChildEnv, set by the lab.
+func ChildMain(ctx context.Context, spec string, stdout io.Writer) error {
+	if spec == "" {
+		return fmt.Errorf("lab: the consumer process needs $%s (it is started by the lab, not by hand)", ChildEnv)
 	}
+	var cs childSpec
+	if err := json.Unmarshal([]byte(spec), &cs); err != nil {
+		return fmt.Errorf("lab: $%s: %w", ChildEnv, err)
+	}
+	dir, crashAt, commit, processed := &cs.Dir, &cs.CrashAt, &cs.Commit, &cs.Processed
 	mode, _, _, err := consumer.ParseCommit(*commit)
 	if err != nil {
 		return err

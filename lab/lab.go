@@ -11,8 +11,10 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -36,16 +38,22 @@ const (
 
 // Options configure a run. Zero fields take the defaults noted.
 type Options struct {
-	N          int                // records; default 100,000
-	CrashAt    int64              // the offset after which the consumer dies; default 59,999
+	N int // records; default 100,000
+	// CrashAt is the offset at which Part 2's consumer dies, in the gap
+	// between its two steps: with CommitAfter it has processed that record
+	// and not committed past it; with CommitBefore it has committed past it
+	// (CrashAt + 1) and not processed it. Default 59,999.
+	CrashAt    int64
 	Commit     consumer.Commit    // CommitAfter (default) or CommitBefore
 	Crash      Crash              // default CrashObject
 	Durability storage.Durability // of the appends; default InOS
 	// Predictions P1–P4: last offset, duplicates, missed, replayed; nil
 	// entries are "no prediction".
 	Predictions [4]*int64
-	// Dir is where the data directory goes; empty means a new temporary
-	// directory, removed after the run unless Keep is set.
+	// Dir is where the data directory goes. Empty means a new temporary
+	// directory, removed after the run unless Keep is set. A Dir given
+	// must not exist yet or be an empty directory (the lab never deletes
+	// or overwrites anything it did not create), and is always kept.
 	Dir  string
 	Keep bool
 	// Child is the command line that runs ChildMain in a new process, for
@@ -114,11 +122,49 @@ type Result struct {
 	PartMs      [3]float64 `json:"part_ms"`
 	Predictions [4]*int64  `json:"predictions"`
 	Verdicts    [4]string  `json:"verdicts"`
+	// VerdictNotes name the mistake behind a wrong prediction, when it is
+	// a known one ("" otherwise).
+	VerdictNotes [4]string `json:"verdict_notes"`
 
-	// Not in the JSON: how the run was set up, for the report.
-	Commit consumer.Commit `json:"-"`
-	Crash  Crash           `json:"-"`
-	Dir    string          `json:"-"` // the data directory, when kept
+	// How the run was set up; MarshalJSON puts these first.
+	Commit     consumer.Commit    `json:"-"`
+	Crash      Crash              `json:"-"`
+	Durability storage.Durability `json:"-"`
+	Dir        string             `json:"-"` // the data directory, when kept
+}
+
+// MarshalJSON writes the run's setup (commit order, crash mode,
+// durability of the appends, and the data directory when it was kept)
+// ahead of its figures.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	type figures Result // without this method
+	return json.Marshal(struct {
+		Commit     string `json:"commit"`
+		Crash      Crash  `json:"crash"`
+		Durability string `json:"durability"`
+		DataDir    string `json:"data_dir,omitempty"`
+		*figures
+	}{r.Commit.String(), r.Crash, r.Durability.String(), r.Dir, (*figures)(r)})
+}
+
+// ErrDirNotEmpty is returned by Run for an Options.Dir that already holds
+// something: the lab refuses to put its data among files it did not make.
+var ErrDirNotEmpty = errors.New("lab: the data directory is not empty")
+
+// prepareDir makes sure dir is a new or empty directory, creating it if
+// need be.
+func prepareDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case err != nil:
+		return fmt.Errorf("lab: data directory: %w", err)
+	case len(entries) > 0:
+		return fmt.Errorf("%w: %s holds %d entries (%s…); the lab never deletes what it did not create: give a new or empty directory",
+			ErrDirNotEmpty, dir, len(entries), entries[0].Name())
+	}
+	return nil
 }
 
 const (
@@ -133,17 +179,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("%w: %w", ErrOptions, err)
 	}
 	dir := o.Dir
-	if dir == "" {
+	if dir != "" {
+		if err := prepareDir(dir); err != nil {
+			return nil, err
+		}
+	} else {
 		var err error
 		if dir, err = os.MkdirTemp("", "passbook-lab-*"); err != nil {
 			return nil, err
 		}
+		if !o.Keep {
+			defer os.RemoveAll(dir) // only ever the directory made here
+		}
 	}
-	if !o.Keep {
-		defer os.RemoveAll(dir)
-	}
-	r := &Result{N: o.N, CrashedAt: o.CrashAt, Predictions: o.Predictions, Commit: o.Commit, Crash: o.Crash}
-	if o.Keep {
+	r := &Result{N: o.N, CrashedAt: o.CrashAt, Predictions: o.Predictions,
+		Commit: o.Commit, Crash: o.Crash, Durability: o.Durability}
+	if o.Keep || o.Dir != "" {
 		r.Dir = dir
 	}
 	db, err := passbook.Open(dir, &passbook.Options{Durability: o.Durability})

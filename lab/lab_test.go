@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/passbook-log/passbook/consumer"
@@ -18,9 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 // TestMain lets this test binary be the consumer process of CrashProcess.
 func TestMain(m *testing.M) {
-	if os.Getenv("PASSBOOK_LAB_CHILD") != "" {
-		flag.Parse()
-		if err := lab.ChildMain(context.Background(), flag.Args(), os.Stdout); err != nil {
+	if spec := os.Getenv(lab.ChildEnv); spec != "" {
+		if err := lab.ChildMain(context.Background(), spec, os.Stdout); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
 		}
@@ -96,24 +96,56 @@ func TestRun_BadOptions(t *testing.T) {
 	}
 }
 
+// TestJudge: exact answers are spot on; the off-by-ones each prediction
+// invites are named; the other commit order's answer is named too; other
+// answers are too low or too high.
 func TestJudge(t *testing.T) {
+	after := &lab.Result{N: 100_000, LastOffset: 99_999, CrashedAt: 59_999, Duplicated: 1, Missed: 0, BReplayed: 100_000, Commit: consumer.CommitAfter}
+	before := &lab.Result{N: 100_000, LastOffset: 99_999, CrashedAt: 59_999, Duplicated: 0, Missed: 1, BReplayed: 100_000, Commit: consumer.CommitBefore}
 	for _, tc := range []struct {
+		name      string
+		r         *lab.Result
+		p         int
 		predicted *int64
-		actual    int64
 		want      string
+		note      string // a substring of the note; "" means no note
 	}{
-		{nil, 5, lab.NoPrediction},
-		{int64p(1), 1, lab.SpotOn},
-		{int64p(0), 0, lab.SpotOn},
-		{int64p(100), 60, lab.CloseEnough},
-		{int64p(100), 170, lab.CloseEnough},
-		{int64p(100), 59, lab.TooHigh},
-		{int64p(100), 171, lab.TooLow},
-		{int64p(0), 1, lab.TooLow},
-		{int64p(2), 0, lab.TooHigh},
+		{"no prediction", after, 1, nil, lab.NoPrediction, ""},
+		{"P1 exact", after, 1, int64p(99_999), lab.SpotOn, ""},
+		{"P1 the count", after, 1, int64p(100_000), lab.OffByOne, "that is the count; the last offset is count − 1"},
+		{"P1 count − 2", after, 1, int64p(99_998), lab.OffByOne, "offsets start at 0"},
+		{"P1 far low", after, 1, int64p(60_000), lab.TooLow, ""},
+		{"P1 far high", after, 1, int64p(170_000), lab.TooHigh, ""},
+		{"P1 a bit high is not close enough", after, 1, int64p(100_002), lab.TooHigh, ""},
+		{"P2 after exact", after, 2, int64p(1), lab.SpotOn, ""},
+		{"P2 after, committed the processed offset", after, 2, int64p(2), lab.OffByOne, "commits the offset it processed instead of the next one to read"},
+		{"P2 after, the commit-before answer", after, 2, int64p(0), lab.TooLow, "commit-before's answer"},
+		{"P2 after, far high", after, 2, int64p(5), lab.TooHigh, ""},
+		{"P2 before exact", before, 2, int64p(0), lab.SpotOn, ""},
+		{"P2 before, the commit-after answer", before, 2, int64p(1), lab.TooHigh, "commit-after's answer"},
+		{"P3 after exact", after, 3, int64p(0), lab.SpotOn, ""},
+		{"P3 after, the commit-before answer", after, 3, int64p(1), lab.TooHigh, "commit-before's answer"},
+		{"P3 before exact", before, 3, int64p(1), lab.SpotOn, ""},
+		{"P3 before, the commit-after answer", before, 3, int64p(0), lab.TooLow, "commit-after's answer"},
+		{"P3 before, far high", before, 3, int64p(7), lab.TooHigh, ""},
+		{"P4 exact", after, 4, int64p(100_000), lab.SpotOn, ""},
+		{"P4 the last offset", after, 4, int64p(99_999), lab.OffByOne, "that is the last offset; offsets 0 to 99,999 are 100,000 records"},
+		{"P4 counting A's duplicate", after, 4, int64p(100_001), lab.OffByOne, "the record that ran twice ran on A's"},
+		{"P4 only what A had left", after, 4, int64p(40_001), lab.TooLow, ""},
+		{"P4 zero", before, 4, int64p(0), lab.TooLow, ""},
 	} {
-		if got := lab.Judge(tc.predicted, tc.actual); got != tc.want {
-			t.Errorf("Judge(%v, %d) = %q, want %q", tc.predicted, tc.actual, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			v := lab.Judge(tc.p, tc.predicted, tc.r)
+			if v.Word != tc.want || (tc.note == "") != (v.Note == "") || !strings.Contains(v.Note, tc.note) {
+				t.Errorf("Judge(P%d, %v) = %q, want %q with a note containing %q", tc.p, deref(tc.predicted), v, tc.want, tc.note)
+			}
+		})
 	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -49,7 +49,11 @@ log keeps it.
 `)
 
 	heading(w, "Part 2: a consumer keeps its own offset, crashes, and picks up again.")
-	fmt.Fprintf(w, "crashed after offset:            %s\n", thousands.Int(r.CrashedAt))
+	if r.Commit == consumer.CommitBefore {
+		fmt.Fprintf(w, "crashed before processing:       offset %s (committed past it first)\n", thousands.Int(r.CrashedAt))
+	} else {
+		fmt.Fprintf(w, "crashed after processing:        offset %s (before committing past it)\n", thousands.Int(r.CrashedAt))
+	}
 	fmt.Fprintf(w, "processed before the crash:      %s\n", thousands.Int(r.ProcessedBeforeCrash))
 	fmt.Fprintf(w, "committed offset it left behind: %s\n", thousands.Int(r.CommittedAtCrash))
 	fmt.Fprintf(w, "new consumer resumed from:       %s\n", thousands.Int(r.ResumedFrom))
@@ -68,24 +72,17 @@ log keeps it.
 	if r.Crash == CrashProcess {
 		how = "The consumer ran in its own process, which was killed with SIGKILL: a real crash."
 	}
+	var why string
 	if r.Commit == consumer.CommitBefore {
-		fmt.Fprintf(w, `
-%s
-This consumer commits BEFORE it works, so the crash fell after the
-bookmark had already moved past offset %s and before that record was
-processed. The restart believed the bookmark and never came back for it:
-%s missed, %s duplicated. That is at-most-once: a crash costs a gap,
-never a repeat.
-`, wrap(how), thousands.Int(r.CrashedAt), thousands.Int(r.Missed), thousands.Int(r.Duplicated))
+		why = fmt.Sprintf("This consumer commits BEFORE it works. At offset %s it committed %s (the next offset to read) and died before processing that record. The restart believed the bookmark and began at %s, so offset %s was never processed: %s missed, %s duplicated. That is at-most-once: a crash costs a gap, never a repeat.",
+			thousands.Int(r.CrashedAt), thousands.Int(r.CrashedAt+1), thousands.Int(r.ResumedFrom),
+			thousands.Int(r.CrashedAt), thousands.Int(r.Missed), thousands.Int(r.Duplicated))
 	} else {
-		fmt.Fprintf(w, `
-%s
-This consumer commits AFTER it works, so the crash fell between finishing
-offset %s and saving the bookmark past it. The bookmark still said %s,
-so the new consumer did that record again and carried on: %s missed,
-%s duplicated. That is at-least-once: a crash costs a repeat, never a gap.
-`, wrap(how), thousands.Int(r.CrashedAt), thousands.Int(r.CommittedAtCrash), thousands.Int(r.Missed), thousands.Int(r.Duplicated))
+		why = fmt.Sprintf("This consumer commits AFTER it works. It processed offset %s and died before committing %s, so the bookmark still said %s: the new consumer processed that record again and carried on. %s missed, %s duplicated. That is at-least-once: a crash costs a repeat, never a gap.",
+			thousands.Int(r.CrashedAt), thousands.Int(r.CrashedAt+1), thousands.Int(r.CommittedAtCrash),
+			thousands.Int(r.Missed), thousands.Int(r.Duplicated))
 	}
+	fmt.Fprintf(w, "\n%s\n%s\n", wrap(how), wrap(why))
 
 	heading(w, "Part 3: replay. A new consumer reads all of history on its own bookmark.")
 	fmt.Fprintf(w, "records the log still keeps:     %s\n", thousands.Int(r.N))
@@ -94,7 +91,7 @@ so the new consumer did that record again and carried on: %s missed,
 	fmt.Fprintln(w, "----")
 	fmt.Fprintf(w, "one log, two bookmarks:          A at %s, B at %s\n", thousands.Int(r.AOffset), thousands.Int(r.BStart))
 	fmt.Fprintf(w, "records B replayed:              %s\n", thousands.Int(r.BReplayed))
-	fmt.Fprintf(w, "B read offsets 0..%d in order:   %v\n", r.N-1, r.BInOrder)
+	fmt.Fprintf(w, "B read offsets 0..%s in order: %v\n", thousands.Int(r.N-1), r.BInOrder)
 	moved := "(not moved: the two bookmarks are independent)"
 	if r.AOffsetAfter != r.AOffset {
 		moved = "(MOVED: that should never happen)"
@@ -116,6 +113,9 @@ later finds nothing of the past there to read.
 			you = thousands.Int(*p)
 		}
 		fmt.Fprintf(w, "%-31s you = %-9s actual = %-9s %s\n", labels[i], you, thousands.Int(actual), r.Verdicts[i])
+		if note := r.VerdictNotes[i]; note != "" {
+			fmt.Fprintf(w, "%s\n", indent(wrapAt(note, 72), "    "))
+		}
 	}
 
 	heading(w, "What to take away")
@@ -144,13 +144,21 @@ func atOffsets(offs []int64) string {
 	return " at offset " + offsetsList(offs)
 }
 
+// indent puts prefix before every line of s.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
 // wrap folds a sentence at 74 columns.
-func wrap(s string) string {
+func wrap(s string) string { return wrapAt(s, 74) }
+
+// wrapAt folds a sentence at width columns.
+func wrapAt(s string, width int) string {
 	var b strings.Builder
 	col := 0
 	for i, word := range strings.Fields(s) {
 		if i > 0 {
-			if col+1+len(word) > 74 {
+			if col+1+len(word) > width {
 				b.WriteByte('\n')
 				col = 0
 			} else {
@@ -182,16 +190,25 @@ func (r *Result) Summary() string {
 // the exercise asks for, filled in from the figures.
 func (r *Result) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "# passbook lab: results\n\n")
-	fmt.Fprintf(w, "N = %s, crash after offset %s, commit %s, crash by %s.\n\n", thousands.Int(r.N), thousands.Int(r.CrashedAt), r.Commit, r.Crash)
+	when := "after processing offset %s and before committing past it"
+	if r.Commit == consumer.CommitBefore {
+		when = "after committing past offset %s and before processing it"
+	}
+	how := "the consumer object abandoned"
+	if r.Crash == CrashProcess {
+		how = "SIGKILL of the consumer's process"
+	}
+	fmt.Fprintf(w, "N = %s; commit %s; the consumer dies "+when+" (%s); appends with durability %s.\n\n",
+		thousands.Int(r.N), r.Commit, thousands.Int(r.CrashedAt), how, r.Durability)
 	fmt.Fprintf(w, "## Output\n\n```\n")
 	r.WriteText(w)
 	fmt.Fprintf(w, "```\n\n## The two lines\n\n")
 	if r.Commit == consumer.CommitBefore {
-		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark before doing the work: the crash fell between the two, so the restart skipped offset %s.\n",
-			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt))
+		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark before doing the work: it committed %s and died before processing offset %s, so the restart began at %s and skipped it.\n",
+			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt+1), thousands.Int(r.CrashedAt), thousands.Int(r.ResumedFrom))
 	} else {
-		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark only after doing the work: the crash fell between the two, so the restart did offset %s again.\n",
-			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt))
+		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark only after doing the work: it processed offset %s and died before committing %s, so the restart began at %s and did it again.\n",
+			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt), thousands.Int(r.CrashedAt+1), thousands.Int(r.CommittedAtCrash))
 	}
 	fmt.Fprintf(w, "2. A brand-new consumer could replay all %s records because the log keeps records after they are read and each reader owns its offset; a queue removes a message once it is delivered, so a late reader would have had nothing to replay.\n",
 		thousands.Int(r.BReplayed))

@@ -1,13 +1,35 @@
 package lab
 
-// Verdicts on a prediction.
+import (
+	"fmt"
+
+	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/internal/thousands"
+)
+
+// Verdicts on a prediction. There is no "close enough": the lab's four
+// answers are exact, and being one off is the very mistake P1 and P4 test.
 const (
 	SpotOn       = "spot on"
-	CloseEnough  = "close enough"
+	OffByOne     = "off by one"
 	TooLow       = "too low"
 	TooHigh      = "too high"
 	NoPrediction = "no prediction"
 )
+
+// Verdict is the judgement of one prediction: a word and, for a known
+// mistake, what the prediction confused.
+type Verdict struct {
+	Word string
+	Note string // empty when there is nothing more to say
+}
+
+func (v Verdict) String() string {
+	if v.Note == "" {
+		return v.Word
+	}
+	return v.Word + ": " + v.Note
+}
 
 // Actuals are the figures the four predictions are judged against: P1 the
 // last offset, P2 duplicates after the crash, P3 records missed, P4
@@ -17,24 +39,64 @@ func (r *Result) Actuals() [4]int64 {
 }
 
 func score(r *Result) {
-	for i, actual := range r.Actuals() {
-		r.Verdicts[i] = Judge(r.Predictions[i], actual)
+	for i := range r.Verdicts {
+		v := Judge(i+1, r.Predictions[i], r)
+		r.Verdicts[i], r.VerdictNotes[i] = v.Word, v.Note
 	}
 }
 
-// Judge compares a prediction with the actual figure: spot on when equal,
-// close enough when the actual is within 0.6–1.7 times the prediction,
-// else the prediction was too low or too high.
-func Judge(predicted *int64, actual int64) string {
-	switch {
-	case predicted == nil:
-		return NoPrediction
-	case *predicted == actual:
-		return SpotOn
-	case *predicted > 0 && float64(actual) >= 0.6*float64(*predicted) && float64(actual) <= 1.7*float64(*predicted):
-		return CloseEnough
-	case *predicted < actual:
-		return TooLow
+// Judge judges prediction p (1 to 4) against the run r: spot on when it
+// equals the actual figure; off by one, with the mistake named, when it is
+// the answer of a known off-by-one; else too low or too high, with a note
+// when it is the other commit order's answer.
+func Judge(p int, predicted *int64, r *Result) Verdict {
+	if predicted == nil {
+		return Verdict{Word: NoPrediction}
 	}
-	return TooHigh
+	actual := r.Actuals()[p-1]
+	got := *predicted
+	if got == actual {
+		return Verdict{Word: SpotOn}
+	}
+	crash := thousands.Int(r.CrashedAt)
+	after := r.Commit != consumer.CommitBefore
+	note := ""
+	switch p {
+	case 1: // the last offset: N − 1
+		switch got {
+		case actual + 1:
+			return Verdict{OffByOne, "that is the count; the last offset is count − 1"}
+		case actual - 1:
+			return Verdict{OffByOne, "offsets start at 0, so the last is count − 1, not count − 2"}
+		}
+	case 2: // duplicates: 1 committing after, 0 before
+		switch {
+		case after && got == actual+1:
+			return Verdict{OffByOne, "that is a consumer that commits the offset it processed instead of the next one to read (processed + 1): it would redo offset " +
+				thousands.Int(r.CrashedAt-1) + " too"}
+		case after && got == 0:
+			note = "that is commit-before's answer; committing after the work, the crash fell before the commit, so the restart redid offset " + crash
+		case !after && got == 1:
+			note = "that is commit-after's answer; committing before the work, the bookmark had already moved past offset " + crash + ", so nothing ran twice"
+		}
+	case 3: // missed: 0 committing after, 1 before
+		switch {
+		case after && got == 1:
+			note = "that is commit-before's answer; committing after the work, the bookmark never moved past a record before it was processed, so nothing was missed"
+		case !after && got == 0:
+			note = "that is commit-after's answer; committing before the work, the bookmark had moved past offset " + crash + " before it was processed, and the restart believed it"
+		}
+	case 4: // replayed: N
+		switch got {
+		case actual - 1:
+			return Verdict{OffByOne, fmt.Sprintf("that is the last offset; offsets 0 to %s are %s records (count = last offset + 1)",
+				thousands.Int(actual-1), thousands.Int(actual))}
+		case actual + 1:
+			return Verdict{OffByOne, "B reads each record once on its own bookmark; the record that ran twice ran on A's"}
+		}
+	}
+	if got < actual {
+		return Verdict{TooLow, note}
+	}
+	return Verdict{TooHigh, note}
 }

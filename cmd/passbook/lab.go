@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/passbook-log/passbook/lab"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/spf13/cobra"
@@ -23,26 +25,39 @@ func newLabCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "Run the three-part demonstration: append, crash and resume, replay",
-		Long: `Run the lab on the real engine, in a temporary data directory:
+		Long: `Run the lab on the real engine, in a temporary data directory (or in
+--data DIR, which must be new or empty, and is kept):
 
   Part 1  append N records and watch the offsets come back 0, 1, 2, …
-  Part 2  consumer orders-writer commits its offset after each record, dies
-          right after processing the crash offset, and a new consumer with
-          the same name resumes from the committed offset
+  Part 2  consumer orders-writer reads from offset 0 and dies at the crash
+          offset (--crash-at, default 59,999), in the gap between its two
+          steps. With --commit after (the default) it has processed that
+          record and dies before committing past it: its committed offset
+          is still the crash offset (59,999). With --commit before it has
+          committed the next offset to read (60,000) and dies before
+          processing the record.
+          A new consumer with the same name resumes from the committed
+          offset.
   Part 3  consumer analytics-v2 replays everything from offset 0 while
           orders-writer stays where it is
 
+--crash object abandons the consumer object, as the course's lab does;
+--crash process runs it in a child process and kills that with SIGKILL.
+Every commit is in the SQLite offset store before the next record is read,
+so it survives either.
+
 Before it runs, write down four predictions (asked on a terminal, or given
 with --predict): P1 the last offset, P2 how many records run twice after the
-crash, P3 how many are missed, P4 how many the new consumer replays.`,
+crash, P3 how many are missed, P4 how many the new consumer replays. Each is
+judged spot on, off by one (and which mistake that is), too low or too high.`,
 		Example: `  passbook lab
   passbook lab --predict 99999,1,0,100000
   passbook lab --commit before --crash process
-  passbook lab --json`,
+  passbook lab --data ./lab-run --json      # keep the data directory to inspect it`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if child {
-				return lab.ChildMain(cmd.Context(), args, e.stdout)
+				return lab.ChildMain(cmd.Context(), os.Getenv(lab.ChildEnv), e.stdout)
 			}
 			if o.N < 1 {
 				return usagef("--n %d: want at least 1 record", o.N)
@@ -74,7 +89,13 @@ crash, P3 how many are missed, P4 how many the new consumer replays.`,
 					return err
 				}
 			}
+			if f := cmd.Flag("data"); f != nil && f.Changed {
+				o.Dir = e.data
+			}
 			r, err := lab.Run(cmd.Context(), o)
+			if errors.Is(err, lab.ErrDirNotEmpty) {
+				return usagef("--data %s: %w", e.data, err)
+			}
 			if errors.Is(err, lab.ErrOptions) {
 				return usageError{err}
 			}
@@ -96,14 +117,14 @@ crash, P3 how many are missed, P4 how many the new consumer replays.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.N, "n", 100_000, "records to append")
-	f.Int64Var(&o.CrashAt, "crash-at", 59_999, "the offset right after which the consumer dies")
+	f.Int64Var(&o.CrashAt, "crash-at", 59_999, "the offset at which the consumer dies: after processing it (--commit after) or after committing past it, before processing it (--commit before)")
 	f.StringVar(&commit, "commit", "after", "when the consumer commits: after its work (at-least-once) or before (at-most-once)")
 	f.StringVar(&crash, "crash", "object", "how it dies: object (abandoned) or process (SIGKILL of a child process)")
 	f.StringVar(&predict, "predict", "", "your predictions P1,P2,P3,P4 (whole numbers; leave one empty to skip it)")
 	f.StringVar(&durability, "durability", "", "what an append survives: os (default), fsync or interval")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&asMarkdown, "markdown", false, "print a results write-up in Markdown")
-	f.BoolVar(&o.Keep, "keep", false, "keep the data directory and print where it is")
+	f.BoolVar(&o.Keep, "keep", false, "keep the temporary data directory and print where it is (a --data directory is always kept)")
 	f.BoolVar(&child, "child", false, "internal: the consumer process of --crash process")
 	f.MarkHidden("child")
 	f.SetInterspersed(true)
@@ -136,13 +157,15 @@ func askPredictions(e *env, o lab.Options) ([4]*int64, error) {
 	n := o.N
 	crashAt := o.CrashAt
 	questions := [4]string{
-		fmt.Sprintf("P1. You append %d records to an empty log, offsets from 0. The last record's offset?", n),
-		fmt.Sprintf("P2. The consumer commits %s each record and dies right after processing offset %d. How many records run twice?", o.Commit.String(), crashAt),
+		fmt.Sprintf("P1. You append %s records to an empty log, offsets from 0. The last record's offset?", thousands.Int(n)),
+		fmt.Sprintf("P2. The consumer commits after each record. It processes offset %s and dies before committing %s. How many records run twice?",
+			thousands.Int(crashAt), thousands.Int(crashAt+1)),
 		"P3. And how many of the records are never processed at all?",
 		"P4. A brand-new consumer starts at offset 0 while the first sits at the end. How many records does it read?",
 	}
-	if o.Commit == consumer.CommitAfter {
-		questions[1] = fmt.Sprintf("P2. The consumer commits after each record and dies right after processing offset %d, before committing it. How many records run twice?", crashAt)
+	if o.Commit == consumer.CommitBefore {
+		questions[1] = fmt.Sprintf("P2. The consumer commits before each record. At offset %s it commits %s, then dies before processing that record. How many records run twice?",
+			thousands.Int(crashAt), thousands.Int(crashAt+1))
 	}
 	var p [4]*int64
 	in := bufio.NewReader(e.stdin)
