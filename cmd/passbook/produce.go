@@ -381,7 +381,10 @@ func (p *producer) stopped(err error) error {
 	if p.count == 0 {
 		b.WriteString("nothing")
 	} else {
-		fmt.Fprintf(&b, "%s records", thousands.Int(p.count))
+		fmt.Fprintf(&b, "%s record", thousands.Int(p.count))
+		if p.count != 1 {
+			b.WriteString("s")
+		}
 		if p.after == 0 {
 			if p.next == 2 {
 				b.WriteString(", line 1")
