@@ -51,7 +51,8 @@ line is a record with an empty value.
 Records are appended in batches, as a Kafka producer sends them: a batch
 is appended when one partition's share holds --batch-records records or
 --batch-bytes bytes of keys and values (librdkafka's batch.num.messages
-and batch.size), or --linger after its first line was read (linger.ms).
+and batch.size: 10,000 and 1,000,000), or --linger after its first line
+was read (linger.ms: 5ms).
 A pipe or a file fills whole batches; a person typing has each line
 acknowledged within the linger. With --durability fsync, there is one
 fsync per partition per batch.
