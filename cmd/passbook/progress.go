@@ -35,13 +35,15 @@ type progress struct {
 
 // newProgress starts a bar named name counting to total (0: unknown, as
 // for stdin: then it shows the count and the rate only) in unit u. stdout
-// is passed so that the bar never hides data the command writes there.
+// is where the command writes its data, passed so that the bar never
+// hides it; nil says the command writes nothing there (produce without
+// --print-offsets), so the bar may share the terminal.
 func newProgress(stdout, stderr io.Writer, name string, total int64, u unit) *progress {
 	if !isTerminal(stderr) || sameFile(stdout, stderr) {
 		return &progress{}
 	}
 	pr := &progress{total: total, u: u, began: time.Now()}
-	pr.p = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(30), mpb.WithRefreshRate(200*time.Millisecond))
+	pr.p = mpb.New(termOption(stderr.(*os.File)), mpb.WithWidth(30), mpb.WithRefreshRate(200*time.Millisecond))
 	status := decor.Any(func(s decor.Statistics) string {
 		return progressStatus(pr.u, pr.total, s.Current, time.Since(pr.began), s.Aborted)
 	})
@@ -50,7 +52,7 @@ func newProgress(stdout, stderr io.Writer, name string, total int64, u unit) *pr
 		filler = mpb.NopStyle() // no bar to fill without a total
 	}
 	pr.bar = pr.p.New(max(total, 0), filler,
-		mpb.PrependDecorators(decor.Name(name+" ")),
+		mpb.PrependDecorators(decor.Name(name)),
 		mpb.AppendDecorators(status),
 	)
 	return pr
@@ -59,6 +61,9 @@ func newProgress(stdout, stderr io.Writer, name string, total int64, u unit) *pr
 // sameFile reports whether a and b are the same open file (the same
 // terminal, for stdout and stderr on a screen).
 func sameFile(a, b io.Writer) bool {
+	if a == nil || b == nil {
+		return false
+	}
 	fa, ok := a.(*os.File)
 	if !ok {
 		return false
