@@ -252,29 +252,26 @@ func (p *producer) run(ctx context.Context, in io.Reader, bar *progress) error {
 		}
 		select {
 		case c := <-chunks:
-			for i := range c.recs {
-				if err := p.add(c.recs[i], c.parts[i], int(c.sizes[i]), bar); err != nil {
-					return p.stopped(err)
-				}
-			}
-			if c.err == nil && p.lim.linger > 0 {
-				continue
-			}
-			if err := p.flush(bar); err != nil {
-				return p.stopped(err)
-			}
-			switch {
-			case c.err == nil:
-			case c.err == io.EOF:
-				return nil
-			case errors.As(c.err, new(*refusedLine)):
-				return usageError{p.stopped(c.err)}
-			default:
-				return p.stopped(fmt.Errorf("line %d: read: %w", p.next, c.err))
+			if done, err := p.take(c, bar); done {
+				return err
 			}
 		case <-linger:
-			if err := p.flush(bar); err != nil {
-				return p.stopped(err)
+			// Lines already read and waiting go into this batch (up to
+			// full): the linger is for input that is slow to come, and
+			// must not cut short a batch that input is already there for.
+			for batches := p.batches; p.batches == batches; {
+				select {
+				case c := <-chunks:
+					if done, err := p.take(c, bar); done {
+						return err
+					}
+					continue
+				default:
+				}
+				if err := p.flush(bar); err != nil {
+					return p.stopped(err)
+				}
+				break
 			}
 		case <-ctx.Done():
 			if err := p.flush(bar); err != nil {
@@ -282,6 +279,33 @@ func (p *producer) run(ctx context.Context, in io.Reader, bar *progress) error {
 			}
 			return p.stopped(fmt.Errorf("interrupted at line %d: %w", p.next, ctx.Err()))
 		}
+	}
+}
+
+// take adds a chunk's records to the batch, and appends the batch if the
+// chunk is the last (done is then true, and err why it is the last: nil
+// at the end of the input).
+func (p *producer) take(c chunk, bar *progress) (done bool, err error) {
+	for i := range c.recs {
+		if err := p.add(c.recs[i], c.parts[i], int(c.sizes[i]), bar); err != nil {
+			return true, p.stopped(err)
+		}
+	}
+	if c.err == nil && p.lim.linger > 0 {
+		return false, nil
+	}
+	if err := p.flush(bar); err != nil {
+		return true, p.stopped(err)
+	}
+	switch {
+	case c.err == nil:
+		return false, nil
+	case c.err == io.EOF:
+		return true, nil
+	case errors.As(c.err, new(*refusedLine)):
+		return true, usageError{p.stopped(c.err)}
+	default:
+		return true, p.stopped(fmt.Errorf("line %d: read: %w", p.next, c.err))
 	}
 }
 
