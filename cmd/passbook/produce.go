@@ -434,8 +434,8 @@ func (p *producer) stopped(err error) error {
 		fmt.Fprintf(&b, " (%s)", strings.Join(ranges, "; "))
 	}
 	if p.after > 0 {
-		fmt.Fprintf(&b, "\n  not acknowledged: line %d, and the lines after it but %s records of theirs in other partitions, acknowledged above (resuming from line %d writes those again)",
-			p.next, thousands.Int(p.after), p.next)
+		fmt.Fprintf(&b, "\n  not acknowledged: line %d and the lines after it, except %s later lines acknowledged in other partitions (resuming at line %[1]d writes those %[2]s again)",
+			p.next, thousands.Int(p.after))
 	} else {
 		fmt.Fprintf(&b, "\n  not written: line %d and everything after it", p.next)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/batch"
@@ -545,5 +547,48 @@ func TestProduce_BadFlags(t *testing.T) {
 				t.Fatalf("%d records written", len(got))
 			}
 		})
+	}
+}
+
+// TestProduce_AppendFailsInOnePartition: when the append of one
+// partition's share of a batch fails (here its log is closed under it),
+// the partitions appended before it stay acknowledged and their offsets
+// printed, and the error says which later lines were acknowledged, so
+// that resuming does not surprise anyone. In-process: a failing disk
+// cannot be arranged for a child process.
+func TestProduce_AppendFailsInOnePartition(t *testing.T) {
+	db, err := passbook.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tp, err := db.CreateTopic("t", passbook.TopicConfig{Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, _ := tp.Partition(1)
+	l1.Close()
+	p, err := newProducer(tp, 0, limits{records: 100, bytes: 1 << 20, linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	p.out, p.maxLine, p.resume = bufio.NewWriter(&out), 100, "… | tail -n +LINE | passbook produce t"
+	err = p.run(context.Background(), strings.NewReader("a\nb\nc\nd\ne\nf\n"), &progress{})
+	if err == nil || exitCode(err) != 1 {
+		t.Fatalf("err %v (exit %d), want an exit-1 error", err, exitCode(err))
+	}
+	for _, want := range []string{
+		"topic t partition 1: storage: log closed\n",
+		"written and acknowledged: 3 records (partition 0: offsets 0–2)",
+		"not acknowledged: line 2 and the lines after it, except 2 later lines acknowledged in other partitions (resuming at line 2 writes those 2 again)",
+		"resume at line 2: … | tail -n +2 | passbook produce t",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q\nwant %q", err, want)
+		}
+	}
+	if got := out.String(); got != "0:0\n0:1\n0:2\n" {
+		t.Errorf("printed %q, want partition 0's three offsets", got)
 	}
 }
