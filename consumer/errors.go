@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/passbook-log/passbook/storage"
 )
 
@@ -54,30 +55,30 @@ type RangeError struct {
 }
 
 func (e *RangeError) Error() string {
-	where := fmt.Sprintf("%s/%d", e.Topic, e.Partition)
+	n := thousands.Int[int64]
 	var held string
 	switch {
 	case e.Start == e.Head && e.Head == 0:
 		held = "it is empty, so the only valid offset is 0"
 	case e.Start == e.Head:
-		held = fmt.Sprintf("it holds no records now (retention deleted offsets below %d), so the only valid offset is %d", e.Start, e.Head)
+		held = fmt.Sprintf("it holds no records now (retention deleted those below %s), so the only valid offset is %s", n(e.Start), n(e.Head))
 	default:
-		held = fmt.Sprintf("valid offsets are %d to %d (it holds %d to %d; %d is the head, where only new records are read)",
-			e.Start, e.Head, e.Start, e.Head-1, e.Head)
+		held = fmt.Sprintf("valid offsets are %s to %s (it holds %s to %s; %s is the head, where only new records are read)",
+			n(e.Start), n(e.Head), n(e.Start), n(e.Head-1), n(e.Head))
 	}
 	what := "is past the head"
-	if e.Offset < e.Start {
-		what = "is below the log start"
-		if e.Offset >= 0 && e.Start > 0 {
-			what = fmt.Sprintf("was deleted by retention (the log starts at %d)", e.Start)
-		}
+	switch {
+	case e.Offset < 0:
+		what = "is negative"
+	case e.Offset < e.Start:
+		what = fmt.Sprintf("was deleted by retention (the log starts at %s)", n(e.Start))
 	}
 	opt := ""
 	if e.Option != "" {
 		opt = e.Option + " "
 	}
-	return fmt.Sprintf("consumer: offset %d on %s %s: %s; use %searliest (%d) or %slatest (%d) instead",
-		e.Offset, where, what, held, opt, e.Start, opt, e.Head)
+	return fmt.Sprintf("consumer: offset %s on %s/%d %s: %s; use %searliest (%s) or %slatest (%s) instead",
+		n(e.Offset), e.Topic, e.Partition, what, held, opt, n(e.Start), opt, n(e.Head))
 }
 
 // Is makes errors.Is(err, storage.ErrOutOfRange) and errors.Is(err,

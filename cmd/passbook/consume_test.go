@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 )
 
@@ -263,5 +264,45 @@ func TestConsume_Signal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConsume_BadStart: an --from offset outside a partition and an
+// unknown --partition are bad input, through the built binary: exit 2, a
+// message naming the partition and what is valid, and nothing committed.
+func TestConsume_BadStart(t *testing.T) {
+	quickExit(t)
+	dir := consumeTopic(t, 1_000, 2) // 500 records in each partition
+	for _, tc := range []struct {
+		args []string
+		want []string // in the error, in this order
+	}{
+		{[]string{"--from", "501"}, []string{"offset 501 on t/0 is past the head", "valid offsets are 0 to 500", "use --from earliest (0) or --from latest (500)"}},
+		{[]string{"--from", "9999999", "--partition", "1"}, []string{"offset 9,999,999 on t/1 is past the head", "use --from earliest (0) or --from latest (500)"}},
+		{[]string{"--partition", "2"}, []string{"topic t has no partition 2: its partitions are 0 to 1"}},
+		{[]string{"--partition", "0,0"}, []string{"partition 0 of t is named twice"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, stderr, code := runBinary(t, dir, "", append([]string{"consume", "t", "--consumer", "bad"}, tc.args...)...)
+			if code != 2 || out != "" {
+				t.Errorf("exit %d, stdout %q; want exit 2 and nothing printed", code, out)
+			}
+			rest := stderr
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("error %q does not say %q", stderr, w)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+	db, err := passbook.Open(filepath.Join(dir, "passbook-data"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if list, err := db.Offsets().List(t.Context(), offsets.Filter{Consumer: "bad"}); err != nil || len(list) != 0 {
+		t.Errorf("consumer bad has committed %v (%v), want nothing", list, err)
 	}
 }
