@@ -224,8 +224,12 @@ type chunk struct {
 	err   error
 }
 
-// chunkRecords caps a chunk so that the batch fills in steps.
-const chunkRecords = 1024
+// A chunk is handed over at chunkRecords records or chunkBytes bytes of
+// input, so that the batch fills in steps and memory stays bounded.
+const (
+	chunkRecords = 1024
+	chunkBytes   = 256 << 10
+)
 
 // refusedLine is a line that cannot be a record: the lines before it are
 // appended, nothing from it on.
@@ -496,8 +500,9 @@ func shellQuote(s string) string {
 func (p *producer) read(lr *lineReader, chunks chan<- chunk, stop <-chan struct{}) {
 	line := int64(0)
 	var (
-		c     chunk
-		arena []byte
+		c      chunk
+		cBytes int
+		arena  []byte
 	)
 	for {
 		b, size, err := lr.next()
@@ -509,11 +514,12 @@ func (p *producer) read(lr *lineReader, chunks chan<- chunk, stop <-chan struct{
 				err = &refusedLine{line: line, err: err}
 			} else {
 				c.recs, c.parts, c.sizes = append(c.recs, rec), append(c.parts, part), append(c.sizes, int32(size))
+				cBytes += size
 			}
 		} else if errors.Is(err, errLineTooLong) {
 			err = &refusedLine{line: line + 1, err: fmt.Errorf("longer than --max-line %s bytes", thousands.Int(int64(p.maxLine)))}
 		}
-		if err != nil || len(c.recs) >= chunkRecords || lr.br.Buffered() == 0 {
+		if err != nil || len(c.recs) >= chunkRecords || cBytes >= chunkBytes || lr.br.Buffered() == 0 {
 			c.err = err
 			select {
 			case chunks <- c:
@@ -523,7 +529,7 @@ func (p *producer) read(lr *lineReader, chunks chan<- chunk, stop <-chan struct{
 			if err != nil {
 				return
 			}
-			c = chunk{}
+			c, cBytes = chunk{}, 0
 		}
 	}
 }

@@ -145,6 +145,8 @@ func TestProduce_Batches(t *testing.T) {
 			[][]int{{7, 7, 6}}},
 		{"--batch-bytes counts keys and values", 1, strings.Repeat("k:vvv\n", 7), false,
 			[]string{"--batch-bytes", "10", "--key-sep", ":"}, [][]int{{2, 2, 2, 1}}},
+		{"1,000,000 bytes fill a batch", 1, strings.Repeat(strings.Repeat("v", 100_000)+"\n", 25), false, nil,
+			[][]int{{10, 10, 5}}},
 		{"one full partition appends the whole batch", 3, seqLines(1, 30_000), false, nil,
 			[][]int{{10_000}, {9_999, 1}, {9_999, 1}}},
 	}
