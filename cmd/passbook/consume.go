@@ -145,19 +145,18 @@ input: exit 2, nothing read or committed.`,
 			}
 			bar.finish(err)
 			interrupted := errors.Is(err, context.Canceled)
-			if interrupted {
-				err = nil // Ctrl-C or SIGTERM: a normal way to stop; main exits 130 or 143
-			}
-			if err != nil {
+			if err != nil && !interrupted {
 				return err
 			}
 			how := ""
 			if interrupted {
+				// Ctrl-C or SIGTERM: what was written is committed; main
+				// prints no error for it and exits 130 or 143.
 				how = " (interrupted)"
 			}
 			el := time.Since(began)
 			fmt.Fprintf(e.stderr, "consumed %s records from %s as %s in %s%s\n", thousands.Int(out.written), t.Name(), name, el.Round(time.Millisecond), how)
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()

@@ -19,17 +19,18 @@ func main() {
 	ctx, sig := stopOnSignal(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	code := 0
-	if err != nil {
-		code = exitCode(err)
-		if !(sig() != 0 && errors.Is(err, context.Canceled)) {
-			fmt.Fprintln(os.Stderr, "error:", err)
-		}
-	}
-	if s := sig(); s != 0 {
-		// The command stopped cleanly on SIGINT or SIGTERM; the status
-		// still says which, as a shell's does: 128 + the signal's number
-		// (130 for Ctrl-C, 143 for SIGTERM).
+	switch s := sig(); {
+	case err == nil:
+		// Done, or stopped by a signal as its normal way to end (serve's
+		// graceful shutdown): 0.
+	case s != 0 && errors.Is(err, context.Canceled):
+		// Interrupted part-way by SIGINT or SIGTERM: the command has said
+		// what it did; the status says which signal, as a shell's does
+		// (128 + its number: 130 for Ctrl-C, 143 for SIGTERM).
 		code = 128 + int(s)
+	default:
+		fmt.Fprintln(os.Stderr, "error:", err)
+		code = exitCode(err)
 	}
 	os.Exit(code)
 }
