@@ -42,7 +42,7 @@ func TestCLI_Forensics_Golden(t *testing.T) {
 		args   string
 	}{
 		{nil, "", "topic create orders --internal-segment-bytes 1024"},
-		{nil, strings.Join(lines, "\n") + "\n", "produce orders"},
+		{nil, strings.Join(lines, "\n") + "\n", "produce orders --batch-records 1"}, // a batch per record, three segments
 		{nil, "", "offsets set 30 --consumer billing --topic orders"},
 		{nil, "", "verify"},
 		{nil, "", "dump orders --segment 13 --from 14 --records --max-bytes 5"},
