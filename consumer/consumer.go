@@ -149,7 +149,8 @@ func partitionList(src Source, asked []int32) ([]int32, error) {
 	seen := make(map[int32]bool, len(asked))
 	for _, p := range asked {
 		if p < 0 || int(p) >= n {
-			return nil, &PartitionError{Topic: src.Name(), Partition: p, Partitions: n}
+			_, err := src.Partition(p) // the source's own error, for errors.Is
+			return nil, &PartitionError{Topic: src.Name(), Partition: p, Partitions: n, Err: err}
 		}
 		if seen[p] {
 			return nil, &PartitionError{Topic: src.Name(), Partition: p, Partitions: n, Duplicate: true}

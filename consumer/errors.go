@@ -87,13 +87,20 @@ func (e *RangeError) Is(target error) bool {
 	return target == storage.ErrOutOfRange || target == ErrInvalid
 }
 
+// Unwrap returns the storage's own description of the range, so that
+// errors.As finds a *storage.OutOfRangeError too.
+func (e *RangeError) Unwrap() error {
+	return &storage.OutOfRangeError{Offset: e.Offset, Start: e.Start, Head: e.Head}
+}
+
 // PartitionError reports a partition the topic does not have (or one
 // named twice). It matches ErrInvalid.
 type PartitionError struct {
 	Topic      string
 	Partition  int32
-	Partitions int  // how many the topic has
-	Duplicate  bool // named more than once
+	Partitions int   // how many the topic has
+	Duplicate  bool  // named more than once
+	Err        error // the source's own error for an unknown partition (passbook.ErrUnknownPartition for a *passbook.Topic), if any
 }
 
 func (e *PartitionError) Error() string {
@@ -109,3 +116,6 @@ func (e *PartitionError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *PartitionError) Is(target error) bool { return target == ErrInvalid }
+
+// Unwrap returns the source's error, if any.
+func (e *PartitionError) Unwrap() error { return e.Err }

@@ -38,8 +38,9 @@ func TestRangeError(t *testing.T) {
 			if got := err.Error(); got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
-			if !errors.Is(err, storage.ErrOutOfRange) || !errors.Is(err, consumer.ErrInvalid) {
-				t.Errorf("errors.Is(err, storage.ErrOutOfRange / consumer.ErrInvalid) false for %v", err)
+			var oor *storage.OutOfRangeError
+			if !errors.Is(err, storage.ErrOutOfRange) || !errors.Is(err, consumer.ErrInvalid) || !errors.As(err, &oor) || oor.Offset != tc.err.Offset {
+				t.Errorf("errors.Is(err, storage.ErrOutOfRange / consumer.ErrInvalid) or errors.As(err, *storage.OutOfRangeError) false for %v", err)
 			}
 		})
 	}
@@ -100,8 +101,11 @@ func TestConsumer_OutOfRange(t *testing.T) {
 					}
 				case *consumer.PartitionError:
 					var got *consumer.PartitionError
-					if !errors.As(err, &got) || *got != *want {
+					if !errors.As(err, &got) || got.Topic != want.Topic || got.Partition != want.Partition || got.Partitions != want.Partitions || got.Duplicate != want.Duplicate {
 						t.Errorf("%s: %v; want %v", what, err, want)
+					}
+					if !want.Duplicate && !errors.Is(err, passbook.ErrUnknownPartition) {
+						t.Errorf("%s: %v does not match passbook.ErrUnknownPartition", what, err)
 					}
 				}
 				if !errors.Is(err, consumer.ErrInvalid) {
