@@ -21,17 +21,32 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // entryCRC is the checksum stored with each committed offset (column
 // crc): CRC-32C over every other column of the row.
 func entryCRC(k Key, offset int64, metadata string, updatedMs int64) int64 {
-	var b [8]byte
+	return entryCRCFrom(keyCRC(k), offset, metadata, updatedMs)
+}
+
+var zeroByte = []byte{0}
+
+// keyCRC is the CRC-32C of the key's columns, where entryCRC starts: a
+// consumer commits the same key over and over, so keyStmt keeps it.
+func keyCRC(k Key) uint32 {
+	var b [4]byte
 	h := crc32.Update(0, castagnoli, []byte(k.Consumer))
-	h = crc32.Update(h, castagnoli, []byte{0})
+	h = crc32.Update(h, castagnoli, zeroByte)
 	h = crc32.Update(h, castagnoli, []byte(k.Topic))
-	h = crc32.Update(h, castagnoli, []byte{0})
-	binary.BigEndian.PutUint32(b[:4], uint32(k.Partition))
-	h = crc32.Update(h, castagnoli, b[:4])
+	h = crc32.Update(h, castagnoli, zeroByte)
+	binary.BigEndian.PutUint32(b[:], uint32(k.Partition))
+	return crc32.Update(h, castagnoli, b[:])
+}
+
+// entryCRCFrom finishes entryCRC from the key's keyCRC.
+func entryCRCFrom(h uint32, offset int64, metadata string, updatedMs int64) int64 {
+	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(offset))
 	h = crc32.Update(h, castagnoli, b[:])
-	h = crc32.Update(h, castagnoli, []byte(metadata))
-	h = crc32.Update(h, castagnoli, []byte{0})
+	if metadata != "" {
+		h = crc32.Update(h, castagnoli, []byte(metadata))
+	}
+	h = crc32.Update(h, castagnoli, zeroByte)
 	binary.BigEndian.PutUint64(b[:], uint64(updatedMs))
 	h = crc32.Update(h, castagnoli, b[:])
 	return int64(h)

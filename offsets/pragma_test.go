@@ -37,7 +37,7 @@ func TestOpen_Pragmas(t *testing.T) {
 				{"journal_mode", "wal"},
 				{"synchronous", tt.wantSync},
 				{"locking_mode", tt.wantLk},
-				{"page_size", "1024"},
+				{"page_size", "512"},
 			} {
 				got, err := pragma(s.mu.conn, "PRAGMA "+p.pragma)
 				if err != nil || got != p.want {
