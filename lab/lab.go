@@ -65,8 +65,11 @@ func (o *Options) defaults() error {
 	if o.N == 0 {
 		o.N = 100_000
 	}
-	if o.CrashAt == 0 {
+	switch o.CrashAt {
+	case 0:
 		o.CrashAt = 59_999
+	case CrashAtFirst:
+		o.CrashAt = 0
 	}
 	if o.Crash == "" {
 		o.Crash = CrashObject
@@ -89,6 +92,10 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// CrashAtFirst is Options.CrashAt for a crash at offset 0 (whose zero
+// value means the default).
+const CrashAtFirst int64 = -1
+
 // ErrOptions wraps every problem with Options.
 var ErrOptions = errors.New("lab: bad option")
 
@@ -104,6 +111,7 @@ type Result struct {
 	CrashedAt             int64   `json:"crashed_at"`
 	ProcessedBeforeCrash  int     `json:"processed_before_crash"`
 	CommittedAtCrash      int64   `json:"committed_at_crash"`
+	NothingCommitted      bool    `json:"nothing_committed,omitempty"` // it died before its first commit
 	ResumedFrom           int64   `json:"resumed_from"`
 	ProcessedAfterRestart int     `json:"processed_after_restart"`
 	TotalProcessed        int     `json:"total_processed"`
@@ -305,7 +313,13 @@ func part2Object(ctx context.Context, o Options, db *passbook.DB, t *passbook.To
 func resume(ctx context.Context, o Options, db *passbook.DB, t *passbook.Topic, r *Result, counts []uint8) error {
 	key := offsets.Key{Consumer: consumerA, Topic: topicName}
 	var err error
-	if r.CommittedAtCrash, err = db.Offsets().Committed(ctx, key); err != nil {
+	r.CommittedAtCrash, err = db.Offsets().Committed(ctx, key)
+	if errors.Is(err, offsets.ErrNotFound) {
+		// It died before its first commit: the new consumer starts at
+		// the earliest offset, 0.
+		r.CommittedAtCrash, r.NothingCommitted, err = 0, true, nil
+	}
+	if err != nil {
 		return err
 	}
 	a, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: o.Commit})

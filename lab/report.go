@@ -55,7 +55,11 @@ log keeps it.
 		fmt.Fprintf(w, "crashed after processing:        offset %s (before committing past it)\n", thousands.Int(r.CrashedAt))
 	}
 	fmt.Fprintf(w, "processed before the crash:      %s\n", thousands.Int(r.ProcessedBeforeCrash))
-	fmt.Fprintf(w, "committed offset it left behind: %s\n", thousands.Int(r.CommittedAtCrash))
+	if r.NothingCommitted {
+		fmt.Fprintf(w, "committed offset it left behind: none (so a restart starts at 0)\n")
+	} else {
+		fmt.Fprintf(w, "committed offset it left behind: %s\n", thousands.Int(r.CommittedAtCrash))
+	}
 	fmt.Fprintf(w, "new consumer resumed from:       %s\n", thousands.Int(r.ResumedFrom))
 	fmt.Fprintf(w, "processed after the restart:     %s\n", thousands.Int(r.ProcessedAfterRestart))
 	fmt.Fprintln(w, "----")

@@ -117,7 +117,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--crash-at", type=int, default=59_999)
-    ap.add_argument("--journal", default="DELETE")
+    ap.add_argument("--journal", default="WAL")
     ap.add_argument("--dir", default=None, help="where the SQLite file goes (default: a new temporary directory)")
     args = ap.parse_args()
     n, crash_at = args.n, args.crash_at
@@ -159,7 +159,7 @@ def main():
     dups = [o for o, c in enumerate(counts) if c > 1]
     print(f"crashed after processing offset: {crash_at:,}")
     print(f"records processed before crash:  {before:,}")
-    print(f"committed offset the store kept: {committed:,}")
+    print(f"committed offset the store kept: {'none' if committed is None else f'{committed:,}'}")
     print(f"restarted consumer resumed from: {resumed:,}")
     print(f"records processed after restart: {total - before:,}")
     print("----")

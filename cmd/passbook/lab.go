@@ -62,6 +62,9 @@ judged spot on, off by one (and which mistake that is), too low or too high.`,
 			if o.N < 1 {
 				return usagef("--n %d: want at least 1 record", o.N)
 			}
+			if o.CrashAt < 0 || o.CrashAt >= int64(o.N) {
+				return usagef("--crash-at %d: want an offset in [0, %d]", o.CrashAt, o.N-1)
+			}
 			var err error
 			switch commit {
 			case "after":
@@ -88,6 +91,9 @@ judged spot on, off by one (and which mistake that is), too low or too high.`,
 				if o.Predictions, err = askPredictions(e, o); err != nil {
 					return err
 				}
+			}
+			if o.CrashAt == 0 {
+				o.CrashAt = lab.CrashAtFirst // 0 is the library's "default"
 			}
 			if f := cmd.Flag("data"); f != nil && f.Changed {
 				o.Dir = e.data

@@ -141,6 +141,31 @@ func TestBinary_Lab_Modes(t *testing.T) {
 	}
 }
 
+// TestBinary_Lab_CrashAtEdges: the crash can fall on the first and the
+// last offset; a crash point outside the log is refused.
+func TestBinary_Lab_CrashAtEdges(t *testing.T) {
+	for _, tc := range []struct {
+		n, crashAt string
+		commit     string
+		want       string // in the JSON
+	}{
+		{"10", "0", "after", `"duplicate_offsets": [` + "\n    0\n  ]"},
+		{"10", "0", "before", `"missed_offsets": [` + "\n    0\n  ]"},
+		{"10", "9", "after", `"duplicate_offsets": [` + "\n    9\n  ]"},
+		{"1", "0", "before", `"missed_offsets": [` + "\n    0\n  ]"},
+	} {
+		out, errOut, code := labRun(t, t.TempDir(), "lab", "--json", "--n", tc.n, "--crash-at", tc.crashAt, "--commit", tc.commit, "--crash", "process")
+		if code != 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, `"crashed_at": `+tc.crashAt+",") {
+			t.Errorf("--n %s --crash-at %s --commit %s: exit %d, stderr %q, output lacks %q:\n%s", tc.n, tc.crashAt, tc.commit, code, errOut, tc.want, out)
+		}
+	}
+	for _, crashAt := range []string{"-1", "10", "-5"} {
+		if _, errOut, code := labRun(t, t.TempDir(), "lab", "--n", "10", "--crash-at", crashAt); code != 2 || !strings.Contains(errOut, "want an offset in [0, 9]") {
+			t.Errorf("--crash-at %s: exit %d, stderr %q; want 2", crashAt, code, errOut)
+		}
+	}
+}
+
 // TestBinary_Lab_Text: the scoreboard and Part 2 say what happened in
 // each commit order, and name an off-by-one as such.
 func TestBinary_Lab_Text(t *testing.T) {
