@@ -110,7 +110,11 @@ failures (the disk, the data directory) exit 1.`,
 				p.out = bufio.NewWriter(e.stdout)
 			}
 			p.resume = resumeCommand(cmd, file)
-			bar := newProgress(e.stdout, e.stderr, "produce", total, unitBytes)
+			var printed io.Writer // stdout carries data only with --print-offsets
+			if printOffsets {
+				printed = e.stdout
+			}
+			bar := newProgress(printed, e.stderr, "produce", total, unitBytes)
 			began := time.Now()
 			err = p.run(cmd.Context(), in, bar)
 			bar.finish(err)
