@@ -53,6 +53,7 @@ func runBinary(t testing.TB, dir, stdin string, args ...string) (stdout, stderr 
 	t.Helper()
 	cmd := exec.Command(passbookBinary(t), args...)
 	cmd.Dir = dir
+	cmd.Env = binaryEnv()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -65,6 +66,12 @@ func runBinary(t testing.TB, dir, stdin string, args ...string) (stdout, stderr 
 		t.Fatalf("run passbook %s: %v", strings.Join(args, " "), err)
 	}
 	return out.String(), errOut.String(), code
+}
+
+// binaryEnv is the environment for the built binary: this process's,
+// with the race detector's 1 s sleep at exit turned off.
+func binaryEnv() []string {
+	return append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 }
 
 func TestMain(m *testing.M) {

@@ -65,7 +65,14 @@ pass --create to make it (it then starts where --to says).`,
 				return fmt.Errorf("%w; to start a new consumer there, pass --create", err)
 			}
 			moved, err := consumer.Seek(ctx, db.Offsets(), t, name, target, partitions)
-			if err != nil {
+			var rangeErr *consumer.RangeError
+			switch {
+			case errors.As(err, &rangeErr):
+				rangeErr.Option = "--to"
+				return usageError{err}
+			case errors.Is(err, consumer.ErrInvalid):
+				return usageError{err} // nothing was moved
+			case err != nil:
 				return err
 			}
 			ps := make([]int32, 0, len(moved))
