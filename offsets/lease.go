@@ -74,6 +74,7 @@ func (s *SQLite) Acquire(ctx context.Context, consumer, topic, holder string, tt
 				return &LeaseHeldError{Held: cur, Now: now}
 			}
 			l.Generation = cur.Generation + 1
+			s.mu.fence = leaseCheck{} // the lease row changes
 			return putLease(c, l)
 		})
 	})
@@ -142,6 +143,7 @@ func (s *SQLite) Release(ctx context.Context, l Lease) error {
 // updateLease sets the holder and expiry of l's row if l is current.
 func (s *SQLite) updateLease(ctx context.Context, l Lease, holder string, expires time.Time) error {
 	return s.do(ctx, func(c *sqlite3.Conn) error {
+		s.mu.fence = leaseCheck{} // the lease row changes
 		err := execStmt(c, `UPDATE passbook_leases SET holder = ?5, expires_ms = ?6
 			WHERE consumer = ?1 AND topic = ?2 AND holder = ?3 AND generation = ?4`,
 			l.Consumer, l.Topic, l.Holder, l.Generation, holder, expires.UnixMilli())
@@ -160,6 +162,23 @@ func fencedError(l Lease) error {
 		ErrFenced, l.Holder, l.Consumer, l.Topic, l.Generation)
 }
 
+// leaseCheck remembers the last lease a fenced commit found current in the
+// database. While the store is not shared, every change to a lease row
+// goes through the direct connection, which clears it first (Acquire,
+// TakeOver, Renew, Release), and no other process can write the file: so
+// while it is set, that lease is still current, and CommitFenced can run
+// the plain upsert instead of the fenced one — without the lease
+// subquery, ~8% of a commit.
+type leaseCheck struct {
+	set                     bool
+	consumer, topic, holder string
+	generation              int64
+}
+
+func (lc *leaseCheck) holds(l Lease) bool {
+	return lc.set && lc.consumer == l.Consumer && lc.topic == l.Topic && lc.holder == l.Holder && lc.generation == l.Generation
+}
+
 // CommitFenced commits k's offset only while lease is current: otherwise
 // it fails with ErrFenced and writes nothing. It is one statement, as fast
 // as Commit. k must be of the lease's consumer and topic. Expiry alone
@@ -174,6 +193,12 @@ func (s *SQLite) CommitFenced(ctx context.Context, lease Lease, k Key, offset in
 	}
 	now := s.opts.Now().UnixMilli()
 	err := s.do(ctx, func(c *sqlite3.Conn) error {
+		if s.mu.fence.holds(lease) && !s.shared.Load() {
+			if err := s.mu.upsert.bindUpsert(k, offset, "", now, 7); err != nil {
+				return err
+			}
+			return s.mu.upsert.Exec()
+		}
 		st := &s.mu.fenced
 		if err := st.bindUpsert(k, offset, "", now, 9); err != nil {
 			return err
@@ -189,6 +214,9 @@ func (s *SQLite) CommitFenced(ctx context.Context, lease Lease, k Key, offset in
 		}
 		if c.Changes() == 0 {
 			return fencedError(lease)
+		}
+		if !s.shared.Load() {
+			s.mu.fence = leaseCheck{true, lease.Consumer, lease.Topic, lease.Holder, lease.Generation}
 		}
 		return nil
 	})
@@ -255,6 +283,7 @@ func (s *SQLite) TakeOver(ctx context.Context, held Lease, holder string, ttl ti
 				return &LeaseHeldError{Held: cur, Now: now}
 			}
 			l.Generation = cur.Generation + 1
+			s.mu.fence = leaseCheck{} // the lease row changes
 			return putLease(c, l)
 		})
 	})

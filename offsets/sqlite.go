@@ -61,6 +61,7 @@ type SQLite struct {
 		upsert    keyStmt
 		committed keyStmt
 		fenced    keyStmt
+		fence     leaseCheck // see CommitFenced
 	}
 }
 
@@ -200,8 +201,9 @@ func (s *SQLite) share() error {
 	}
 	if !s.shared.Load() {
 		// Other connections may truncate the WAL from now on: no more
-		// writing it through a mapping.
+		// writing it through a mapping; and they may change leases.
 		s.wal.share()
+		s.mu.fence = leaseCheck{}
 		// The locks go at the next access to the file, hence the read.
 		err := s.mu.conn.Exec(`PRAGMA locking_mode=NORMAL; SELECT count(*) FROM sqlite_schema`)
 		if err != nil {
