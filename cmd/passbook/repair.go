@@ -46,7 +46,7 @@ code is the same.`,
   passbook repair --data ./data`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pr := &lazyProgress{stdout: e.stdout, stderr: e.stderr, name: "repair"}
+			pr := &lazyProgress{stderr: e.stderr, name: "repair"} // it prints its report after the bar is done
 			r, err := passbook.Repair(e.data, &passbook.CheckOptions{DryRun: dry, Progress: pr.update})
 			pr.done()
 			if err != nil {

@@ -36,7 +36,7 @@ here) and notes. The exit code is the same.`,
   passbook verify --data ./data --quiet && echo clean`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pr := &lazyProgress{stdout: e.stdout, stderr: e.stderr, name: "verify"}
+			pr := &lazyProgress{stderr: e.stderr, name: "verify"} // it prints its report after the bar is done
 			r, err := passbook.Verify(e.data, &passbook.CheckOptions{Progress: pr.update})
 			pr.done()
 			if err != nil {
