@@ -21,7 +21,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // entryCRC is the checksum stored with each committed offset (column
 // crc): CRC-32C over every other column of the row.
 func entryCRC(k Key, offset int64, metadata string, updatedMs int64) int64 {
-	return entryCRCFrom(keyCRC(k), offset, metadata, updatedMs)
+	return entryCRCFrom(keyCRC(k), offset, metadata, updatedMs, new([8]byte))
 }
 
 var zeroByte = []byte{0}
@@ -38,9 +38,10 @@ func keyCRC(k Key) uint32 {
 	return crc32.Update(h, castagnoli, b[:])
 }
 
-// entryCRCFrom finishes entryCRC from the key's keyCRC.
-func entryCRCFrom(h uint32, offset int64, metadata string, updatedMs int64) int64 {
-	var b [8]byte
+// entryCRCFrom finishes entryCRC from the key's keyCRC, in b (a buffer
+// on the stack would escape to the heap through crc32.Update: one
+// allocation per commit).
+func entryCRCFrom(h uint32, offset int64, metadata string, updatedMs int64, b *[8]byte) int64 {
 	binary.BigEndian.PutUint64(b[:], uint64(offset))
 	h = crc32.Update(h, castagnoli, b[:])
 	if metadata != "" {

@@ -318,7 +318,8 @@ func txLocked(c *sqlite3.Conn, fn func() error) error {
 // the key's strings only when they change: each BindText copies into
 // SQLite's memory, and a consumer commits the same key over and over
 // (5-8% of a Commit). For the same reason it keeps the key's part of the
-// entry checksum (keyCRC), and binds metadata (?5) only when it changes.
+// entry checksum (keyCRC), and binds metadata (?5) and the time (?6)
+// only when they change (hundreds of commits share a millisecond).
 type keyStmt struct {
 	*sqlite3.Stmt
 	bound           bool
@@ -327,6 +328,9 @@ type keyStmt struct {
 	keyCRC          uint32
 	metaBound       bool
 	metadata        string
+	msBound         bool
+	ms              int64
+	crcBuf          [8]byte
 }
 
 func (st *keyStmt) bindKey(k Key) error {
@@ -338,12 +342,19 @@ func (st *keyStmt) bindKey(k Key) error {
 		if err := st.BindText(2, k.Topic); err != nil {
 			return err
 		}
+		if err := st.BindInt64(3, int64(k.Partition)); err != nil {
+			return err
+		}
 		st.bound, st.consumer, st.topic = true, k.Consumer, k.Topic
 		st.partition, st.keyCRC = k.Partition, keyCRC(k)
 	} else if k.Partition != st.partition {
-		st.partition, st.keyCRC = k.Partition, keyCRC(k)
+		st.bound = false
+		if err := st.BindInt64(3, int64(k.Partition)); err != nil {
+			return err
+		}
+		st.bound, st.partition, st.keyCRC = true, k.Partition, keyCRC(k)
 	}
-	return st.BindInt64(3, int64(k.Partition))
+	return nil
 }
 
 // bindUpsert binds the parameters of upsertSQL and fencedSQL; crcAt is
@@ -362,10 +373,14 @@ func (st *keyStmt) bindUpsert(k Key, offset int64, metadata string, nowMs int64,
 		}
 		st.metaBound, st.metadata = true, metadata
 	}
-	if err := st.BindInt64(6, nowMs); err != nil {
-		return err
+	if !st.msBound || nowMs != st.ms {
+		st.msBound = false
+		if err := st.BindInt64(6, nowMs); err != nil {
+			return err
+		}
+		st.msBound, st.ms = true, nowMs
 	}
-	return st.BindInt64(crcAt, entryCRCFrom(st.keyCRC, offset, metadata, nowMs))
+	return st.BindInt64(crcAt, entryCRCFrom(st.keyCRC, offset, metadata, nowMs, &st.crcBuf))
 }
 
 // Committed returns k's committed offset, or an error matching ErrNotFound.
