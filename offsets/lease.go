@@ -194,10 +194,7 @@ func (s *SQLite) CommitFenced(ctx context.Context, lease Lease, k Key, offset in
 	now := s.opts.Now().UnixMilli()
 	err := s.do(ctx, func(c *sqlite3.Conn) error {
 		if s.mu.fence.holds(lease) && !s.shared.Load() {
-			if err := s.mu.upsert.bindUpsert(k, offset, "", now, 7); err != nil {
-				return err
-			}
-			return s.mu.upsert.Exec()
+			return s.commitLocked(c, k, offset, "", now)
 		}
 		st := &s.mu.fenced
 		if err := st.bindUpsert(k, offset, "", now, 9); err != nil {
