@@ -30,6 +30,7 @@ type browser struct {
 	mu      sync.Mutex
 	nextID  int
 	pending map[int]chan cdpReply
+	events  map[string]chan json.RawMessage // method → its events' params, for subscribe
 }
 
 type cdpReply struct {
@@ -78,7 +79,7 @@ func startBrowser(t *testing.T, width, height int) *browser {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
-	b := &browser{t: t, cmd: cmd, profile: profile, pending: map[int]chan cdpReply{}}
+	b := &browser{t: t, cmd: cmd, profile: profile, pending: map[int]chan cdpReply{}, events: map[string]chan json.RawMessage{}}
 	t.Cleanup(b.stop)
 
 	found := make(chan string, 1)
@@ -113,11 +114,14 @@ func startBrowser(t *testing.T, width, height int) *browser {
 	return b
 }
 
-// read dispatches replies to their callers; events are ignored.
+// read dispatches replies to their callers, and events to their
+// subscribers; other events are ignored.
 func (b *browser) read() {
 	for {
 		var msg struct {
-			ID int `json:"id"`
+			ID     int             `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
 			cdpReply
 		}
 		if err := websocket.JSON.Receive(b.ws, &msg); err != nil {
@@ -130,6 +134,17 @@ func (b *browser) read() {
 			return
 		}
 		b.mu.Lock()
+		if msg.ID == 0 && msg.Method != "" {
+			if ch := b.events[msg.Method]; ch != nil {
+				select {
+				case ch <- msg.Params:
+				default:
+					b.t.Errorf("%s: more than %d events not yet read; dropped one", msg.Method, cap(ch))
+				}
+			}
+			b.mu.Unlock()
+			continue
+		}
 		ch := b.pending[msg.ID]
 		delete(b.pending, msg.ID)
 		b.mu.Unlock()
@@ -137,6 +152,16 @@ func (b *browser) read() {
 			ch <- msg.cdpReply
 		}
 	}
+}
+
+// subscribe returns the params of the page's events named method, from
+// now on, in order. Read them: past 1,024 unread, the test fails.
+func (b *browser) subscribe(method string) <-chan json.RawMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan json.RawMessage, 1024)
+	b.events[method] = ch
+	return ch
 }
 
 // call sends a command to the page (or the browser, before attaching)
@@ -311,4 +336,24 @@ func processesWith(s string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// screenshotElement saves a PNG of the element selector matches, at
+// scale × its CSS pixels, to path: a close look at a detail.
+func (b *browser) screenshotElement(selector, path string, scale float64) {
+	b.t.Helper()
+	var r struct{ X, Y, Width, Height float64 }
+	b.eval(`(() => { const el = document.querySelector('`+selector+`'); el.scrollIntoView(); const r = el.getBoundingClientRect();
+		return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; })()`, &r)
+	var shot struct{ Data string }
+	b.call("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true,
+		"clip": map[string]any{"x": r.X, "y": r.Y, "width": r.Width, "height": r.Height, "scale": scale}}, &shot)
+	png, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("saved %s (%s, %d KB)", path, selector, len(png)>>10)
 }

@@ -44,6 +44,16 @@ function timeWindow(u, min, max) {
 }
 
 /**
+ * clock labels the time axis on one line, with seconds when the ticks
+ * are less than a minute apart: 17:05:30, or 17:05 (uPlot's two-line
+ * default overlaps itself on a phone).
+ */
+function clock(u, splits, axis, space, incr) {
+  const opts = incr < 60 ? { hour: "2-digit", minute: "2-digit", second: "2-digit" } : { hour: "2-digit", minute: "2-digit" };
+  return splits.map((s) => new Date(s * 1000).toLocaleTimeString([], { ...opts, hour12: false }));
+}
+
+/**
  * setLagData gives a lag chart its data. uPlot leaves a time axis of no
  * point or of one point to its own devices (a span of years, or of 1,000
  * days): those get timeWindow's too.
@@ -80,7 +90,7 @@ export function lagChart(el, width, height, topics, colors) {
         if (xs.length) { el.dataset.first = xs[0]; el.dataset.last = xs[xs.length - 1]; }
       }],
     },
-    axes: [axis, { ...axis, size: 64, values: (u, vals) => vals.map((v) => n(v)) }],
+    axes: [{ ...axis, space: 70, values: clock }, { ...axis, size: 64, values: (u, vals) => vals.map((v) => n(v)) }],
     series: [{}, ...topics.map((t, i) => ({ label: t, stroke: css(colors[i]), fill: alpha(css(colors[i]), 0.07), width: 2, points: { show: false } }))],
   };
   return new uPlot(opts, [[], ...topics.map(() => [])], el);
