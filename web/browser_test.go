@@ -725,6 +725,10 @@ func TestDashboard_Browser_DeepLink(t *testing.T) {
 		b.navigate(e.url + "/#/consumer/" + tc.consumer)
 		events := hold("/api/events")
 		b.waitFor(`document.querySelector('.loading')`, 5*time.Second)
+		if d := *screenshotDir; d != "" {
+			b.screenshot(filepath.Join(d, "loading-"+tc.consumer+".png"), 1400, 500)
+			b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}, nil)
+		}
 		if got, want := mainText(), "Loading consumer “"+tc.consumer+"”"; !strings.Contains(got, want) || strings.Contains(got, "No consumer") {
 			t.Errorf("#/consumer/%s before the first data shows %q, want %q and nothing about a missing consumer", tc.consumer, got, want)
 		}
