@@ -649,10 +649,11 @@ func TestDashboard_Browser_Narrow(t *testing.T) {
 	}
 }
 
-// TestDashboard_Browser_DeepLink opens a link to a consumer's page while
-// the server has not answered yet (the browser holds /api/events back):
-// the page says it is loading — not that there is no such consumer —
-// until the first data arrives, then the real answer. Before the lag
+// TestDashboard_Browser_DeepLink opens links to a consumer's and a
+// topic's page while the server has not answered yet (the browser holds
+// /api/events back): the page says it is loading — not that there is no
+// such consumer or topic — until the first data arrives, then the real
+// answer, "no consumer named ghost" only for a ghost. Before the lag
 // history arrives the chart's time axis is the last minute, not years.
 func TestDashboard_Browser_DeepLink(t *testing.T) {
 	if testing.Short() {
@@ -714,30 +715,34 @@ func TestDashboard_Browser_DeepLink(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		consumer, ready, answer string
+		link, loading, ready, answer string
 	}{
-		{"billing", `document.querySelector('.chead h1')?.textContent.includes("billing")`,
+		{"#/consumer/billing", "Loading consumer “billing”", `document.querySelector('.chead h1')?.textContent.includes("billing")`,
 			"1 record behind 1 partition behind 1 topic"},
-		{"ghost", `document.querySelector('.empty:not(.loading)')`,
+		{"#/consumer/ghost", "Loading consumer “ghost”", `document.querySelector('.empty:not(.loading)')`,
 			"No consumer named “ghost” has committed an offset."},
+		{"#/topic/invoices", "Loading topic “invoices”", `document.querySelector('section.topic[data-topic="invoices"] .tape')`,
+			"1 partition · 1 record"},
+		{"#/topic/nosuch", "Loading topic “nosuch”", `document.querySelector('.empty:not(.loading)')`,
+			"No topic named “nosuch”."},
 	} {
 		b.navigate("about:blank")
-		b.navigate(e.url + "/#/consumer/" + tc.consumer)
+		b.navigate(e.url + "/" + tc.link)
 		events := hold("/api/events")
 		b.waitFor(`document.querySelector('.loading')`, 5*time.Second)
 		if d := *screenshotDir; d != "" {
-			b.screenshot(filepath.Join(d, "loading-"+tc.consumer+".png"), 1400, 500)
+			b.screenshot(filepath.Join(d, "loading-"+strings.NewReplacer("#/", "", "/", "-").Replace(tc.link)+".png"), 1400, 500)
 			b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}, nil)
 		}
-		if got, want := mainText(), "Loading consumer “"+tc.consumer+"”"; !strings.Contains(got, want) || strings.Contains(got, "No consumer") {
-			t.Errorf("#/consumer/%s before the first data shows %q, want %q and nothing about a missing consumer", tc.consumer, got, want)
+		if got := mainText(); !strings.Contains(got, tc.loading) || strings.Contains(got, "No ") {
+			t.Errorf("%s before the first data shows %q, want %q and nothing about what is missing", tc.link, got, tc.loading)
 		}
 		release(events)
 		b.waitFor(tc.ready, 5*time.Second)
 		if got := mainText(); !strings.Contains(got, tc.answer) {
-			t.Errorf("#/consumer/%s once connected shows %q, want %q", tc.consumer, got, tc.answer)
+			t.Errorf("%s once connected shows %q, want %q", tc.link, got, tc.answer)
 		}
-		if tc.consumer != "billing" {
+		if tc.link != "#/consumer/billing" {
 			continue
 		}
 		// The history is held back: the axis is the minute up to the

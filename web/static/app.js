@@ -108,6 +108,8 @@ function renderOverview(only) {
   if (!state.topics.size) {
     list.innerHTML = `<div class="panel empty">No topics yet. Create one with
       <code>passbook topic create orders</code> or <code>curl -X POST localhost:8080/api/topics -H 'Content-Type: application/json' -d '{"name":"orders"}'</code></div>`;
+  } else if (only != null && !state.topics.has(only)) {
+    list.innerHTML = `<div class="panel empty">No topic named “${esc(only)}”. <a href="#/">All topics</a></div>`;
   } else if (!names.length) {
     list.innerHTML = `<div class="panel empty">Nothing matches “${esc(ui.filter)}”.</div>`;
   } else {
