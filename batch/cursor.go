@@ -35,6 +35,10 @@ func (c *Cursor) Reset(b []byte) error {
 		}
 		data = c.d.raw
 	}
+	if err := checkCount(&c.h, len(data)); err != nil {
+		c.h.RecordCount = 0
+		return err
+	}
 	c.data = data
 	return nil
 }
@@ -50,7 +54,7 @@ func (c *Cursor) Next() (rec Record, ok bool) {
 	}
 	n, err := c.d.decodeRecord(&rec, c.data, &c.h)
 	if err != nil {
-		c.err = fmt.Errorf("%w: record %d of batch at offset %d: %w", ErrCorrupt, c.i, c.h.BaseOffset, err)
+		c.err = recordError(err, c.i, c.h.BaseOffset)
 		return Record{}, false
 	}
 	c.data = c.data[n:]

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -22,6 +23,42 @@ type Decoder struct {
 	raw     []byte // decompressed records
 	headers []RecordHeader
 	inflate decompressors
+
+	// Set by validate: the record limit (0 = none) and whether headers
+	// are only checked, not kept (Validate yields no record to anyone).
+	maxRecord   int
+	skipHeaders bool
+}
+
+// MinRecordBytes is the least one encoded record takes: its length and
+// attributes, timestamp delta, offset delta, key length, value length and
+// header count, one byte each. A batch whose record count needs more bytes
+// than it has is invalid before anything is decoded.
+const MinRecordBytes = 7
+
+// HeaderOverhead is what each header counts against a record's size limit
+// besides its key and value: the least its two length varints take. So
+// a record of millions of empty headers is as large as the bytes it takes.
+const HeaderOverhead = 2
+
+// RecordSize is what r counts against a record size limit (Kafka's
+// max.message.bytes, passbook's MaxRecordBytes): its key, its value, and
+// every header's key and value plus HeaderOverhead.
+func RecordSize(r *Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + HeaderOverhead
+	}
+	return n
+}
+
+// checkCount reports a batch whose record count cannot fit in the n bytes
+// of its records section.
+func checkCount(h *Header, n int) error {
+	if h.RecordCount < 0 || int64(h.RecordCount) > int64(n)/MinRecordBytes {
+		return fmt.Errorf("%w: %w: %d records cannot fit in %d bytes (batch at offset %d)", ErrCorrupt, ErrInvalidRecord, h.RecordCount, n, h.BaseOffset)
+	}
+	return nil
 }
 
 // Records iterates over the records of the batch at the start of b, which
@@ -52,11 +89,15 @@ func (d *Decoder) Records(b []byte) iter.Seq2[Record, error] {
 			}
 			data = d.raw
 		}
+		if err := checkCount(&h, len(data)); err != nil {
+			yield(Record{}, err)
+			return
+		}
 		var rec Record
 		for i := int32(0); i < h.RecordCount; i++ {
 			n, err := d.decodeRecord(&rec, data, &h)
 			if err != nil {
-				yield(Record{}, fmt.Errorf("%w: record %d of batch at offset %d: %w", ErrCorrupt, i, h.BaseOffset, err))
+				yield(Record{}, recordError(err, i, h.BaseOffset))
 				return
 			}
 			data = data[n:]
@@ -87,11 +128,24 @@ type decodeError string
 
 func (e decodeError) Error() string { return string(e) }
 
+// Is makes every decoding error an ErrInvalidRecord.
+func (e decodeError) Is(target error) bool { return target == ErrInvalidRecord }
+
 const (
-	errVarint   = decodeError("bad varint")
-	errLength   = decodeError("length runs past the record")
-	errOverflow = decodeError("record runs past the batch")
+	errVarint      = decodeError("bad varint")
+	errLength      = decodeError("length runs past the record")
+	errOverflow    = decodeError("record runs past the batch")
+	errHeaderCount = decodeError("header count larger than the bytes left could hold")
 )
+
+// recordError wraps an error of record i of the batch at base. An
+// ErrTooLarge stays one, without ErrCorrupt: the record is well formed.
+func recordError(err error, i int32, base int64) error {
+	if errors.Is(err, ErrTooLarge) {
+		return fmt.Errorf("record %d of batch at offset %d: %w", i, base, err)
+	}
+	return fmt.Errorf("%w: record %d of batch at offset %d: %w", ErrCorrupt, i, base, err)
+}
 
 // decodeRecord decodes the record at the start of data into rec and returns
 // its encoded size.
@@ -127,10 +181,20 @@ func (d *Decoder) decodeRecord(rec *Record, data []byte, h *Header) (int, error)
 		return 0, err
 	}
 	count, n := binary.Varint(body)
-	if n <= 0 || count < 0 || count > int64(len(body)) {
+	if n <= 0 || count < 0 {
 		return 0, errVarint
 	}
 	body = body[n:]
+	// Every header takes at least HeaderOverhead bytes: a count the bytes
+	// left cannot hold is invalid, and is refused before anything is
+	// allocated for it.
+	if count > int64(len(body)/HeaderOverhead) {
+		return 0, errHeaderCount
+	}
+	size = int64(len(rec.Key)+len(rec.Value)) + HeaderOverhead*count // RecordSize, less the headers' bytes
+	if d.maxRecord > 0 && size > int64(d.maxRecord) {
+		return 0, fmt.Errorf("%w: %d headers and %d bytes of key and value, over the limit of %d bytes", ErrTooLarge, count, len(rec.Key)+len(rec.Value), d.maxRecord)
+	}
 	rec.Headers = nil
 	if count > 0 {
 		d.headers = d.headers[:0]
@@ -139,18 +203,26 @@ func (d *Decoder) decodeRecord(rec *Record, data []byte, h *Header) (int, error)
 			if n <= 0 || klen < 0 || klen > int64(len(body)-n) {
 				return 0, errLength
 			}
-			key := string(body[n : n+int(klen)])
+			key := body[n : n+int(klen)]
 			body = body[n+int(klen):]
 			var val []byte
 			if val, body, err = readBytes(body); err != nil {
 				return 0, err
 			}
-			d.headers = append(d.headers, RecordHeader{Key: key, Value: val})
+			size += int64(len(key) + len(val))
+			if !d.skipHeaders {
+				d.headers = append(d.headers, RecordHeader{Key: string(key), Value: val})
+			}
 		}
-		rec.Headers = d.headers
+		if !d.skipHeaders {
+			rec.Headers = d.headers
+		}
 	}
 	if len(body) != 0 {
 		return 0, errLength
+	}
+	if d.maxRecord > 0 && size > int64(d.maxRecord) {
+		return 0, fmt.Errorf("%w: %d bytes of key, value and headers, limit %d", ErrTooLarge, size, d.maxRecord)
 	}
 	rec.Offset = h.BaseOffset + offDelta
 	ms := h.BaseTimestamp + tsDelta
@@ -181,7 +253,11 @@ func readBytes(b []byte) (val, rest []byte, err error) {
 // batch it received: the header, the CRC, and every record, whose offset
 // deltas must run 0, 1, 2, … and agree with the header's record count and
 // last offset delta. b must be exactly one batch. maxRecord, when > 0,
-// limits each record's encoded size. It returns the header.
+// limits each record's size as RecordSize counts it (headers included);
+// a record over it is ErrTooLarge. The cost is bounded by len(b) and the
+// decompressed size whatever the counts in the batch claim: a record or
+// header count the bytes cannot hold is ErrInvalidRecord (and ErrCorrupt)
+// before anything is allocated for it. It returns the header.
 func (d *Decoder) Validate(b []byte, maxRecord int) (Header, error) {
 	return d.validate(b, maxRecord, false)
 }
@@ -208,6 +284,8 @@ func (d *Decoder) validate(b []byte, maxRecord int, keyed bool) (Header, error) 
 		return h, fmt.Errorf("%w: last offset delta %d with %d records", ErrCorrupt, h.LastOffsetDelta, h.RecordCount)
 	}
 	want := h.BaseOffset
+	d.maxRecord, d.skipHeaders = maxRecord, true
+	defer func() { d.maxRecord, d.skipHeaders = 0, false }()
 	for rec, err := range d.Records(b) {
 		if err != nil {
 			return h, err
@@ -217,11 +295,6 @@ func (d *Decoder) validate(b []byte, maxRecord int, keyed bool) (Header, error) 
 		}
 		if keyed && rec.Key == nil {
 			return h, fmt.Errorf("%w: record %d", ErrNoKey, want-h.BaseOffset)
-		}
-		if maxRecord > 0 {
-			if size := len(rec.Key) + len(rec.Value); size > maxRecord {
-				return h, fmt.Errorf("%w: record %d has %d bytes of key and value, limit %d", ErrTooLarge, want-h.BaseOffset, size, maxRecord)
-			}
 		}
 		want++
 	}

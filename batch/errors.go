@@ -22,3 +22,9 @@ var ErrTooLarge = errors.New("batch: record too large")
 
 // ErrNoKey reports a record without a key given to ValidateKeyed.
 var ErrNoKey = errors.New("batch: record without a key")
+
+// ErrInvalidRecord reports records that do not parse, or whose counts
+// (records, headers) or lengths claim more than the bytes hold: Kafka's
+// InvalidRecordException (INVALID_RECORD). Every such error is also an
+// ErrCorrupt.
+var ErrInvalidRecord = errors.New("batch: invalid record")

@@ -53,6 +53,10 @@ func (d *Decoder) RawRecords(b []byte) iter.Seq2[RawRecord, error] {
 			}
 			data = d.raw
 		}
+		if err := checkCount(&h, len(data)); err != nil {
+			yield(RawRecord{}, err)
+			return
+		}
 		var rec RawRecord
 		for i := int32(0); i < h.RecordCount; i++ {
 			n, err := parseRaw(&rec, data, h.BaseOffset)

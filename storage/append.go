@@ -116,14 +116,9 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 // before batching them (passbook produce) asks here.
 func (l *Log) MaxRecordBytes() int { return l.o.MaxRecordBytes }
 
-// recordBytes is what counts against MaxRecordBytes.
-func recordBytes(r *batch.Record) int {
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
+// recordBytes is what counts against MaxRecordBytes: key, value, and each
+// header's key and value plus batch.HeaderOverhead (see batch.RecordSize).
+func recordBytes(r *batch.Record) int { return batch.RecordSize(r) }
 
 // writeLocked writes one batch, whose base offset is already the head, to
 // the active segment (rolling first if due), indexes it and publishes it
