@@ -57,8 +57,10 @@
 // (fsync'd) range is corruption: Open refuses with a *CorruptError naming
 // the file and byte position. A batch that fails after it is a torn write:
 // the tail is truncated to the last whole batch and the dropped byte count
-// reported in Recovery — unless a whole valid batch follows it, which a
-// torn write cannot produce, in which case it is corruption as well.
+// reported in Recovery. That holds even when whole valid batches follow
+// the damage: the page cache writes unsynced pages back in any order, so a
+// power loss can keep a later page and lose an earlier one, and only
+// unsynced bytes go. Verify classifies damage by the same rule (tornTail).
 //
 // # Durability
 //

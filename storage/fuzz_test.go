@@ -378,7 +378,7 @@ func TestFuzzRecover_Seeds(t *testing.T) {
 		{"torn-active", fuzzActive, seg[:ends[3]+25], fuzzBase + 10},
 		{"torn-inside-header", fuzzActive, seg[:ends[1]+7], fuzzBase + 3},
 		{"torn-half-synced", fuzzActiveHalfSync, seg[:len(seg)-5], segNext - 2},
-		{"flipped-active", fuzzActive, flipped, -1}, // a valid batch follows the damage
+		{"flipped-active", fuzzActive, flipped, fuzzBase + 6}, // past the recovery point: torn, though a valid batch follows
 		{"flipped-active-tail", fuzzActive, flipped[:ends[3]], fuzzBase + 6},
 		{"flipped-half-synced", fuzzActiveHalfSync, flippedFirst, -1}, // damage in the fsync'd range
 		{"flipped-closed", fuzzClosed, flipped, -1},

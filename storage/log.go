@@ -354,55 +354,36 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 	s.idx.inMemory = active
 	s.sinceIndex, s.sinceTime, s.timeMs, s.firstMs = l.o.IndexInterval, l.o.IndexInterval, -1, -1
 	s.maxMs.Store(-1)
-	synced := int64(0)
-	if cp.base == s.base {
-		synced = cp.pos
-	}
-	var r batchReader
-	r.reset(s.log, 0, size)
+	synced := recoveryPoint(cp, s.base)
+	var sc segScanner
+	sc.reset(s.log, size, s.base)
+	sc.gaps = s.cleaned
 	next, end := s.base, int64(0)
 	for {
-		pos, b, h, err := r.next()
+		sb, err := sc.read()
 		if err == io.EOF {
 			break
 		}
-		if err != nil && !isDamage(err) {
-			// The disk failed to read: that says nothing about the bytes.
-			return fmt.Errorf("read %s at byte %d: %w", s.path, pos, err)
-		}
-		if err == nil {
-			_, err = batch.Check(b)
-		}
-		if err == nil && h.BaseOffset != next {
-			err = fmt.Errorf("batch has base offset %d, want %d", h.BaseOffset, next)
-		}
-		if err == nil && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) &&
-			(!s.cleaned || h.RecordCount > h.LastOffsetDelta+1) {
-			// Stored batches are validated; this one would move the head
-			// by a count its records do not have. (The cleaner leaves
-			// fewer records than offsets, maybe none.)
-			err = fmt.Errorf("batch has %d records and last offset delta %d", h.RecordCount, h.LastOffsetDelta)
-		}
 		if err != nil {
-			if !active || pos < synced {
-				return s.corrupt(pos, err)
-			}
-			if followed, rerr := followedByBatch(s.log, pos, h, size); rerr != nil {
-				return fmt.Errorf("read %s after byte %d: %w", s.path, pos, rerr)
-			} else if followed {
-				return s.corrupt(pos, err)
-			}
-			// A torn write: drop it and everything after.
-			if err := s.log.Truncate(pos); err != nil {
-				return fmt.Errorf("truncate torn tail: %w", err)
-			}
-			l.recovery.TornBytes += size - pos
-			break
-		}
-		if err := s.indexBatch(pos, h, l.o.IndexInterval); err != nil {
+			// The disk failed to read: that says nothing about the bytes.
 			return err
 		}
-		next, end = h.NextOffset(), pos+int64(h.Size())
+		if sb.Damaged() {
+			if !tornTail(active, sb.Pos, synced) {
+				return s.corrupt(sb.Pos, sb.Err)
+			}
+			// A torn write: drop it and everything after.
+			if err := s.log.Truncate(sb.Pos); err != nil {
+				return fmt.Errorf("truncate torn tail: %w", err)
+			}
+			l.recovery.TornBytes += size - sb.Pos
+			break
+		}
+		h := sb.Header
+		if err := s.indexBatch(sb.Pos, h, l.o.IndexInterval); err != nil {
+			return err
+		}
+		next, end = h.NextOffset(), sb.Pos+int64(h.Size())
 	}
 	l.recovery.Validated += end
 	s.size.Store(end)
@@ -414,30 +395,6 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 		return s.idx.sync()
 	}
 	return nil
-}
-
-// followedByBatch reports whether a whole, valid batch starts right after
-// the damaged batch at pos — proof that the damage is not a torn tail. It
-// returns an error only when the file cannot be read.
-func followedByBatch(f vfs.File, pos int64, h batch.Header, size int64) (bool, error) {
-	if h.Length <= 0 {
-		return false, nil
-	}
-	after := pos + int64(h.Size())
-	if after >= size {
-		return false, nil
-	}
-	var r batchReader
-	r.reset(f, after, size)
-	_, b, _, err := r.next()
-	if err != nil {
-		if !isDamage(err) {
-			return false, err
-		}
-		return false, nil
-	}
-	_, err = batch.Check(b)
-	return err == nil, nil
 }
 
 // isDamage reports whether err, from reading a batch, is about the bytes

@@ -99,6 +99,32 @@ func ScanSegment(fsys vfs.FS, path string, base int64) iter.Seq2[SegmentBatch, e
 	}
 }
 
+// recoveryPoint is how many bytes of the segment with base offset base
+// CHECKPOINT says were fsync'd: all of a closed or cleanly closed
+// segment's, and for the active one the position of its last recorded
+// fsync (zero when CHECKPOINT names an older segment).
+func recoveryPoint(cp checkpoint, base int64) int64 {
+	if cp.base == base {
+		return cp.pos
+	}
+	return 0
+}
+
+// tornTail is the one rule, shared by Open (Log.rebuild) and Verify
+// (scanOneSegment), that says whether damage found at byte pos of a
+// segment is a torn write — bytes a power loss may take — rather than
+// corruption. Closed segments were fsync'd whole before the next one was
+// created, and the active segment's bytes below its recovery point
+// (synced, from CHECKPOINT) were fsync'd: damage there is corruption.
+// Bytes past the recovery point were never promised to survive a power
+// loss, and the page cache writes them back in any order, so a lost page
+// may be followed by later pages that did reach the disk — whole valid
+// batches after the damage prove nothing. Damage there is a torn tail:
+// the segment ends at pos, and everything after it goes.
+func tornTail(active bool, pos, synced int64) bool {
+	return active && pos >= synced
+}
+
 // segScanner walks a segment file batch by batch, resynchronizing after
 // damage.
 type segScanner struct {
@@ -122,6 +148,28 @@ func (sc *segScanner) reset(f vfs.File, size, base int64) {
 // next returns the next valid batch or damaged range, or io.EOF at the
 // end of the file. An error other than io.EOF is a read error.
 func (sc *segScanner) next() (SegmentBatch, error) {
+	sb, err := sc.read()
+	if err != nil || !sb.Damaged() {
+		return sb, err
+	}
+	// Damage: find where valid batches start again. Offsets are missing
+	// there, so the next valid batch may start past the expected one.
+	sc.jump = true
+	at, rerr := sc.resync(sb.Pos, sb.Header, sb.HeaderOK)
+	if rerr != nil {
+		return SegmentBatch{}, rerr
+	}
+	sc.br.reset(sc.f, at, sc.size)
+	sb.Size = at - sb.Pos
+	return sb, nil
+}
+
+// read returns the batch at the scanner's position, checked as next
+// checks it, or io.EOF; it does not look past damage (its Size is the
+// damaged batch's own, or 0 when its header did not parse). Open's
+// recovery (Log.rebuild) and Verify both check batches with it, so that
+// they agree on what is damage.
+func (sc *segScanner) read() (SegmentBatch, error) {
 	pos, b, h, err := sc.br.next()
 	if err == io.EOF {
 		return SegmentBatch{}, io.EOF
@@ -142,15 +190,11 @@ func (sc *segScanner) next() (SegmentBatch, error) {
 		sc.expect, sc.jump = h.NextOffset(), false
 		return SegmentBatch{Pos: pos, Size: int64(h.Size()), Header: h, HeaderOK: true, CRCOK: true, Batch: b}, nil
 	}
-	// Damage: find where valid batches start again. Offsets are missing
-	// there, so the next valid batch may start past the expected one.
-	sc.jump = true
-	at, rerr := sc.resync(pos, h, headerOK)
-	if rerr != nil {
-		return SegmentBatch{}, rerr
+	size := int64(0)
+	if headerOK {
+		size = int64(max(h.Size(), 0))
 	}
-	sc.br.reset(sc.f, at, sc.size)
-	return SegmentBatch{Pos: pos, Size: at - pos, Header: h, HeaderOK: headerOK, CRCOK: crcOK, Err: err}, nil
+	return SegmentBatch{Pos: pos, Size: size, Header: h, HeaderOK: headerOK, CRCOK: crcOK, Err: err}, nil
 }
 
 // check verifies a whole batch read at the expected place: CRC, offsets,

@@ -334,8 +334,8 @@ func scanOneSegment(fsys vfs.FS, dir string, base, limit int64, ps *partitionSca
 	var probs []Problem
 	ix := newIndexCheck(fsys, dir, base, suffix, checkIdx)
 	synced := int64(0)
-	if !ps.cpBad && ps.cp.base == base {
-		synced = ps.cp.pos
+	if !ps.cpBad {
+		synced = recoveryPoint(ps.cp, base)
 	}
 	var sc segScanner
 	sc.reset(f, s.size, base)
@@ -370,6 +370,12 @@ func scanOneSegment(fsys vfs.FS, dir string, base, limit int64, ps *partitionSca
 			from = s.damage[len(s.damage)-1].from
 		}
 		d := damageRange{pos: sb.Pos, end: sb.Pos + sb.Size, from: from, to: -1, err: sb.Err, h: sb.Header, headerOK: sb.HeaderOK, crcOK: sb.CRCOK}
+		// Open's rule: the first damage past the recovery point is a torn
+		// tail, whatever follows it, and Open truncates there.
+		torn := len(s.damage) == 0 && tornTail(active, d.pos, synced)
+		if torn {
+			d.end = s.size
+		}
 		ix.damaged(d.pos, d.end)
 		if d.end < s.size {
 			d.to = sc.expect // the next valid batch's base is at least this; fixed below
@@ -380,9 +386,14 @@ func scanOneSegment(fsys vfs.FS, dir string, base, limit int64, ps *partitionSca
 		s.damage = append(s.damage, d)
 		s.next = -1
 		kind, detail := ProblemBatch, sb.Err.Error()
-		if active && len(s.damage) == 1 && d.end == s.size && d.pos >= synced {
+		if torn {
 			s.torn, kind = true, ProblemTornTail
 			detail = fmt.Sprintf("%d bytes of an unfinished write after the last fsync (Open truncates them): %v", d.end-d.pos, sb.Err)
+			if sb.Pos+sb.Size < s.size {
+				detail += fmt.Sprintf("; the %d bytes after the damage were not fsync'd either, and go with it (pages written back out of order)", s.size-sb.Pos-sb.Size)
+			}
+			probs = append(probs, Problem{Kind: kind, File: s.path, Pos: d.pos, From: d.from, To: d.to, Detail: detail})
+			break
 		} else if d.end > d.pos+int64(max(sb.Header.Size(), 0)) && d.end < s.size {
 			detail += fmt.Sprintf("; the next valid batch is at byte %d", d.end)
 		}

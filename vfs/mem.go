@@ -396,6 +396,12 @@ type CrashOptions struct {
 	// whole) of the bytes past the synced length: the last write may be
 	// torn. Without Tear every unsynced byte is lost.
 	Tear bool
+	// Pages, with Tear, models write-back out of order, as a real page
+	// cache does it: the unsynced bytes are cut at the file's 4 KiB page
+	// boundaries and each page independently reaches the disk or not. A
+	// lost page reads as zeros; the file ends after the last page that
+	// reached the disk (or at the synced length, if none did).
+	Pages bool
 }
 
 // Crash returns a new MemFS holding what survives a power loss at this
@@ -407,7 +413,7 @@ type CrashOptions struct {
 // m and never touch the new MemFS. Files are visited in sorted order, so
 // a given Rand seed tears the same way every time.
 func (m *MemFS) Crash(opts CrashOptions) *MemFS {
-	c := crasher{rng: opts.Rand, tear: opts.Tear, done: make(map[*memNode]*memNode)}
+	c := crasher{rng: opts.Rand, tear: opts.Tear, pages: opts.Pages, done: make(map[*memNode]*memNode)}
 	if c.rng == nil {
 		c.rng = rand.New(rand.NewPCG(1, 2))
 	}
@@ -417,9 +423,10 @@ func (m *MemFS) Crash(opts CrashOptions) *MemFS {
 }
 
 type crasher struct {
-	rng  *rand.Rand
-	tear bool
-	done map[*memNode]*memNode // keeps hard links linked (and ends cycles)
+	rng   *rand.Rand
+	tear  bool
+	pages bool
+	done  map[*memNode]*memNode // keeps hard links linked (and ends cycles)
 }
 
 func (c *crasher) clone(n *memNode) *memNode {
@@ -441,7 +448,10 @@ func (c *crasher) clone(n *memNode) *memNode {
 	f := newMemFile(n.mode)
 	c.done[n] = f
 	data := slices.Clone(n.mu.synced)
-	if c.tear && len(n.mu.data) > len(n.mu.synced) {
+	switch {
+	case c.tear && c.pages && len(n.mu.data) > len(n.mu.synced):
+		data = tearPages(c.rng, n.mu.synced, n.mu.data)
+	case c.tear && len(n.mu.data) > len(n.mu.synced):
 		tail := n.mu.data[len(n.mu.synced):]
 		data = append(data, tail[:c.rng.IntN(len(tail)+1)]...)
 	}
@@ -449,6 +459,27 @@ func (c *crasher) clone(n *memNode) *memNode {
 	f.mu.modTime = n.mu.modTime
 	f.syncLocked() // torn bytes that reached the disk are durable now
 	return f
+}
+
+// memPage is the page size of CrashOptions.Pages.
+const memPage = 4096
+
+// tearPages returns what survives of a file whose current contents are
+// data and whose first len(synced) bytes are durable, when each page past
+// them reaches the disk or not at random.
+func tearPages(rng *rand.Rand, synced, data []byte) []byte {
+	out := slices.Clone(data)
+	end := len(synced)
+	for p := len(synced) / memPage * memPage; p < len(data); p += memPage {
+		from, to := max(p, len(synced)), min(p+memPage, len(data))
+		if rng.IntN(2) == 0 {
+			clear(out[from:to]) // lost
+			continue
+		}
+		end = to
+	}
+	copy(out, synced)
+	return out[:end]
 }
 
 // FileBytes returns a copy of the current contents of the file name. It is
