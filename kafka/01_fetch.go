@@ -7,15 +7,20 @@ package kafka
 // A fetch returns whole stored batches as they are in the segment files,
 // never re-encoded: the first may start before the offset asked for, and
 // clients skip the records before it. Each partition gets up to its
-// partition_max_bytes and the response up to max_bytes, except that the
-// first partition with data always gets at least one whole batch, so a
-// batch larger than the limits still gets through. When less than
+// partition_max_bytes and the response up to max_bytes — both lowered to
+// the broker's fetch.max.bytes (Options.FetchMaxBytes) when they ask for
+// more, as Kafka's broker does — except that the first partition with
+// data always gets at least one whole batch, so a batch larger than the
+// limits still gets through. When less than
 // min_bytes is ready the fetch waits, up to max_wait_ms, for any of its
 // partitions to grow (a long poll), and Shutdown cuts the wait short.
 //
-// The record bytes are read from the segment file into a buffer the
-// connection reuses (ReadAt), and copied from there into the response:
-// not yet sendfile.
+// The record bytes are read from the segment file into a buffer of the
+// connection (ReadAt), and copied from there into the response: not yet
+// sendfile. The bytes read count against the server's
+// queued.max.response.bytes (Options.QueuedMaxResponseBytes) until the
+// response is written: when it is spent, a fetch that has data returns
+// what it has, and one with none yet waits for room.
 
 import (
 	"context"
@@ -36,6 +41,11 @@ func fetch(_ context.Context, c *conn, req *kmsg.FetchRequest) (reply, error) {
 		// This server never hands out a session id.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return reply{resp: resp}, nil
+	}
+	if limit := int32(c.s.o.FetchMaxBytes); req.MaxBytes > limit || slices.ContainsFunc(req.Topics, func(t kmsg.FetchRequestTopic) bool {
+		return slices.ContainsFunc(t.Partitions, func(p kmsg.FetchRequestTopicPartition) bool { return p.PartitionMaxBytes > limit })
+	}) {
+		c.s.fetchesCapped.Add(1)
 	}
 	parts := c.resolveFetch(req, resp)
 	return reply{resp: resp, wait: func(ctx context.Context) { c.fetch(ctx, req, parts) }}, nil
@@ -69,7 +79,7 @@ func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []
 			p.Default()
 			p.Partition = rp.Partition
 			p.RecordBatches = noRecords
-			fp := fetchPart{from: rp.FetchOffset, max: int(rp.PartitionMaxBytes), out: p}
+			fp := fetchPart{from: rp.FetchOffset, max: min(int(rp.PartitionMaxBytes), c.s.o.FetchMaxBytes), out: p}
 			if terr != nil {
 				p.ErrorCode = errorCode(terr)
 			} else if fp.l, terr = topic.Partition(rp.Partition); terr != nil {
@@ -87,7 +97,7 @@ func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []
 func (c *conn) fetch(ctx context.Context, req *kmsg.FetchRequest, parts []fetchPart) {
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		total, failed := c.readParts(parts, int(req.MaxBytes))
+		total, failed := c.readParts(ctx, parts, min(int(req.MaxBytes), c.s.o.FetchMaxBytes))
 		if total >= int(req.MinBytes) || failed || !time.Now().Before(deadline) || ctx.Err() != nil {
 			return
 		}
@@ -100,7 +110,8 @@ func (c *conn) fetch(ctx context.Context, req *kmsg.FetchRequest, parts []fetchP
 // readParts reads each partition's batches into the connection's fetch
 // buffer and points the response at them. It returns the bytes read and
 // whether any partition has an error.
-func (c *conn) readParts(parts []fetchPart, maxBytes int) (total int, failed bool) {
+func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (total int, failed bool) {
+	c.releaseResponse() // of an earlier pass of the same long poll
 	buf := c.fetchBuf[:0]
 	type piece struct{ pos, n int }
 	pieces := make([]piece, len(parts))
@@ -135,6 +146,13 @@ func (c *conn) readParts(parts []fetchPart, maxBytes int) (total int, failed boo
 			c.setWatermarks(fp)
 			continue
 		}
+		if chunk.Size > 0 && (total == 0 || total+int(chunk.Size) <= maxBytes) && !c.chargeResponse(ctx, total, int64(chunk.Size)) {
+			// No room under queued.max.response.bytes: send what we have.
+			chunk.Release()
+			c.setWatermarks(fp)
+			maxBytes = total
+			continue
+		}
 		if chunk.Size > 0 && (total == 0 || total+int(chunk.Size) <= maxBytes) {
 			n := len(buf)
 			buf = slices.Grow(buf, int(chunk.Size))[:n+int(chunk.Size)] // no zeroing when it fits
@@ -156,12 +174,35 @@ func (c *conn) readParts(parts []fetchPart, maxBytes int) (total int, failed boo
 			parts[i].out.RecordBatches = buf[pc.pos : pc.pos+pc.n : pc.pos+pc.n]
 		}
 	}
-	if cap(buf) <= 16<<20 {
+	if cap(buf) <= 1<<20 {
 		c.fetchBuf = buf
 	} else {
 		c.fetchBuf = nil // do not keep an unusually large fetch's memory
 	}
 	return total, failed
+}
+
+// chargeResponse takes n bytes of queued.max.response.bytes for the
+// response being built, which holds total bytes already: waiting for
+// room if it holds none (until ctx is done), or only if there is room
+// now otherwise. It reports whether it took them.
+func (c *conn) chargeResponse(ctx context.Context, total int, n int64) bool {
+	if total > 0 {
+		if !c.s.responseBytes.tryAcquire(n) {
+			return false
+		}
+	} else if err := c.s.responseBytes.acquire(ctx, n); err != nil {
+		return false
+	}
+	c.respCharged += n
+	return true
+}
+
+// releaseResponse gives back what the response being built holds of
+// queued.max.response.bytes.
+func (c *conn) releaseResponse() {
+	c.s.responseBytes.release(c.respCharged)
+	c.respCharged = 0
 }
 
 // setWatermarks reports the partition's extent, read after its records

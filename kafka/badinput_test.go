@@ -98,7 +98,7 @@ func TestBadInput_ProduceRefusedLogUnchanged(t *testing.T) {
 }
 
 func TestBadInput_ConnectionClosed(t *testing.T) {
-	ts := startServer(t, &Options{MaxRequestBytes: 64 << 10})
+	ts := startServer(t, &Options{SocketRequestMaxBytes: 64 << 10})
 	topic := ts.createTopic(t, "guarded", 1)
 	l, _ := topic.Partition(0)
 	f := kmsg.NewRequestFormatter()

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +30,19 @@ type conn struct {
 	host   string // advertised to this connection's clients
 	port   int32
 	remote string
+	ip     string // remote's address, for max.connections.per.ip
 	queue  chan pending
+
+	// For connections.max.idle.ms and for eviction at a connection
+	// limit: the time of the last request read or response written, and
+	// how many requests are being read (0 or 1) or not yet answered.
+	lastActive atomic.Int64 // unix nanoseconds
+	busy       atomic.Int32
+	stopping   atomic.Bool // Shutdown: stop reading
+
+	// respCharged is what the response being built holds of the
+	// server's queued.max.response.bytes. Only the writer touches it.
+	respCharged int64
 
 	// clientID is the client id of the request being handled; only the
 	// reader goroutine touches it.
@@ -50,13 +63,30 @@ type pending struct {
 }
 
 func newConn(s *Server, nc net.Conn, host string, port int32) *conn {
-	return &conn{s: s, nc: nc, host: host, port: port, remote: nc.RemoteAddr().String(),
+	c := &conn{s: s, nc: nc, host: host, port: port, remote: nc.RemoteAddr().String(),
 		queue: make(chan pending, s.o.MaxInFlight)}
+	c.ip = hostOf(c.remote)
+	c.lastActive.Store(time.Now().UnixNano())
+	return c
 }
 
 // stopReading makes the reader stop after the request it is reading:
 // the writer then answers what was read, and the connection closes.
-func (c *conn) stopReading() { c.nc.SetReadDeadline(time.Now()) }
+func (c *conn) stopReading() {
+	c.stopping.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// idleSince reports since when the connection has had nothing to read or
+// write, and false if it has something.
+func (c *conn) idleSince() (int64, bool) {
+	if c.busy.Load() > 0 {
+		return 0, false
+	}
+	return c.lastActive.Load(), true
+}
+
+func (c *conn) active() { c.lastActive.Store(time.Now().UnixNano()) }
 
 func (c *conn) serve() {
 	defer c.s.forget(c)
@@ -74,40 +104,143 @@ func (c *conn) serve() {
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
 		log.Debug("kafka: connection closed")
+	case errors.Is(err, errLimit), errors.Is(err, ErrRequestTooLarge):
+		log.Debug("kafka: connection closed by a limit", "err", err) // counted and logged by limitHit
 	default:
 		log.Warn("kafka: closing connection", "err", err)
 	}
 }
 
+// errLimit is returned by readLoop when a limit closed the connection
+// (it has been counted and logged already).
+var errLimit = errors.New("kafka: connection closed by a limit")
+
 func (c *conn) readLoop() error {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(c.nc, 8<<10)
 	var size [4]byte
 	for {
-		if _, err := io.ReadFull(br, size[:]); err != nil {
+		first, err := c.waitForRequest(br)
+		if err != nil {
 			return err
+		}
+		// A request has started: it must arrive within the request
+		// timeout, memory and all.
+		c.busy.Add(1)
+		deadline := time.Now().Add(c.s.o.RequestTimeout)
+		c.nc.SetReadDeadline(deadline)
+		size[0] = first
+		if _, err := io.ReadFull(br, size[1:]); err != nil {
+			return c.readFailed(err)
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < 0 {
 			return fmt.Errorf("%w: negative frame size %d", ErrMalformed, n)
 		}
-		if int64(n) > int64(c.s.o.MaxRequestBytes) {
-			return fmt.Errorf("%w: a request of %d bytes is over the limit of %d (--max-request-bytes)", ErrRequestTooLarge, n, c.s.o.MaxRequestBytes)
+		if int64(n) > int64(c.s.o.SocketRequestMaxBytes) {
+			c.s.limitHit(closeTooLarge, c.remote, "kafka: closing connection: a request is over socket.request.max.bytes (--socket-request-max-bytes)",
+				"size", n, "limit", c.s.o.SocketRequestMaxBytes)
+			return fmt.Errorf("%w: a request of %d bytes is over socket.request.max.bytes, %d", ErrRequestTooLarge, n, c.s.o.SocketRequestMaxBytes)
 		}
-		frame := make([]byte, n)
-		if _, err := io.ReadFull(br, frame); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return fmt.Errorf("%w: truncated frame: %w", ErrMalformed, io.ErrUnexpectedEOF)
-			}
-			return err
+		frame, charged, err := c.readFrame(br, int(n), deadline)
+		if err != nil {
+			c.s.requestBytes.release(charged)
+			return c.readFailed(err)
 		}
+		c.active()
 		p, ok, err := c.handle(c.s.polls, frame)
+		c.s.requestBytes.release(charged)
 		if err != nil {
 			return err
 		}
 		if ok {
+			c.busy.Add(1) // until written
 			c.queue <- p
 		}
+		c.busy.Add(-1)
+		c.active()
 	}
+}
+
+// waitForRequest reads the first byte of the next request, closing the
+// connection once it has been idle for connections.max.idle.ms.
+func (c *conn) waitForRequest(br *bufio.Reader) (byte, error) {
+	idle := c.s.o.ConnectionsMaxIdle
+	for {
+		if c.stopping.Load() {
+			return 0, io.EOF
+		}
+		if br.Buffered() == 0 {
+			last := time.Unix(0, c.lastActive.Load())
+			c.nc.SetReadDeadline(last.Add(idle))
+		}
+		b, err := br.ReadByte()
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || c.stopping.Load() {
+			return 0, err
+		}
+		if c.busy.Load() > 0 {
+			c.active() // a response is still to be written: not idle
+			continue
+		}
+		if last := time.Unix(0, c.lastActive.Load()); time.Since(last) < idle {
+			continue // a response was written meanwhile
+		}
+		c.s.limitHit(closeIdle, c.remote, "kafka: closing idle connection (connections.max.idle.ms, --connections-max-idle)",
+			"idle", idle)
+		return 0, errLimit
+	}
+}
+
+// readFailed classifies a read error inside a request.
+func (c *conn) readFailed(err error) error {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		if c.stopping.Load() {
+			return err
+		}
+		c.s.limitHit(closeSlowRequest, c.remote, "kafka: closing connection: a request did not arrive within the request timeout (--request-timeout)",
+			"timeout", c.s.o.RequestTimeout)
+		return errLimit
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: truncated frame: %w", ErrMalformed, io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// readFrame reads an n-byte frame into a buffer that grows as its bytes
+// arrive — never to the declared size before they do — taking each
+// growth from the server's queued.max.request.bytes, and waiting for it
+// (not reading the socket) while it is spent. charged is what it took,
+// for the caller to release, also on error.
+func (c *conn) readFrame(br *bufio.Reader, n int, deadline time.Time) (frame []byte, charged int64, err error) {
+	ctx, cancel := context.WithDeadline(c.s.polls, deadline)
+	defer cancel()
+	const first = 4 << 10
+	for len(frame) < n {
+		if len(frame) == cap(frame) {
+			grown := min(n, max(first, 2*cap(frame)))
+			more := int64(grown - cap(frame))
+			if err := c.s.requestBytes.acquire(ctx, more); err != nil {
+				if c.s.polls.Err() != nil {
+					return nil, charged, net.ErrClosed
+				}
+				return nil, charged, err
+			}
+			charged += more
+			frame = append(make([]byte, 0, grown), frame...)
+		}
+		k, err := br.Read(frame[len(frame):cap(frame)])
+		frame = frame[:len(frame)+k]
+		if err != nil && len(frame) < n {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, charged, err
+		}
+	}
+	return frame, charged, nil
 }
 
 // handle decodes one request frame and runs its handler. ok is false
@@ -235,30 +368,51 @@ func skipTags(b []byte) ([]byte, error) {
 // into one write while more are ready.
 func (c *conn) writeLoop(log *slog.Logger) {
 	var buf []byte
+	var charged int64 // queued.max.response.bytes held by what buf holds
+	written := int32(0)
 	failed := false
 	for p := range c.queue {
 		if failed {
+			c.busy.Add(-1)
 			continue // drain, so the reader never blocks
 		}
 		if p.wait != nil && !c.runWait(log, p.wait) {
 			failed = true
 			c.nc.Close()
+			c.releaseResponse()
+			c.busy.Add(-1)
 			continue
 		}
 		buf = appendResponse(buf, p.corr, p.resp, p.flexHeader)
+		charged += c.respCharged
+		c.respCharged = 0
+		written++
 		if len(c.queue) > 0 && len(buf) < 1<<20 {
 			continue
 		}
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.o.RequestTimeout))
 		if _, err := c.nc.Write(buf); err != nil {
-			log.Debug("kafka: write failed", "err", err)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.s.limitHit(closeSlowReply, c.remote, "kafka: closing connection: a response was not read within the request timeout (--request-timeout)",
+					"timeout", c.s.o.RequestTimeout, "bytes", len(buf))
+			} else {
+				log.Debug("kafka: write failed", "err", err)
+			}
 			failed = true
 			c.nc.Close()
 		}
+		c.s.responseBytes.release(charged)
+		charged = 0
+		c.active()
+		c.busy.Add(-written)
+		written = 0
 		buf = buf[:0]
-		if cap(buf) > 8<<20 {
-			buf = nil
+		if cap(buf) > 64<<10 {
+			buf = nil // do not keep a large response's memory per connection
 		}
 	}
+	c.s.responseBytes.release(charged)
+	c.busy.Add(-written)
 }
 
 // runWait runs a reply's wait, reporting false if it panicked.

@@ -54,7 +54,7 @@
 // — to run on the writer, so that it holds back only the responses behind
 // it. A request that does not decode, an unknown API key, an unsupported
 // version (other than ApiVersions, which answers with the supported
-// ranges) or a frame over Options.MaxRequestBytes closes that connection
+// ranges) or a frame over Options.SocketRequestMaxBytes closes that connection
 // and nothing else.
 //
 // # Durability

@@ -12,8 +12,9 @@ import (
 var (
 	// ErrServerClosed is returned by Serve after Shutdown.
 	ErrServerClosed = errors.New("kafka: server closed")
-	// ErrRequestTooLarge reports a request frame over Options.MaxRequestBytes;
-	// the connection that sent it is closed.
+	// ErrRequestTooLarge reports a request frame over
+	// Options.SocketRequestMaxBytes (socket.request.max.bytes); the
+	// connection that sent it is closed.
 	ErrRequestTooLarge = errors.New("kafka: request too large")
 	// ErrMalformed reports a request that does not decode; the connection
 	// that sent it is closed.

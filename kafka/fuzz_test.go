@@ -57,7 +57,7 @@ func FuzzRequest(f *testing.F) {
 	if _, err := db.CreateTopic("fuzz", passbook.TopicConfig{Partitions: 2}); err != nil {
 		f.Fatal(err)
 	}
-	srv, err := NewServer(db, &Options{MaxRequestBytes: 1 << 20})
+	srv, err := NewServer(db, &Options{SocketRequestMaxBytes: 1 << 20})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/passbook-log/passbook"
@@ -30,15 +31,50 @@ type Options struct {
 	// of CreateTopics asking for the default (−1). Default: the DB's
 	// default topic configuration.
 	DefaultPartitions int
-	// MaxRequestBytes is the largest request frame accepted; a bigger one
-	// closes its connection. Default 100 MiB.
-	MaxRequestBytes int
-	// MaxConnections is how many client connections may be open at once;
-	// more are closed as soon as they are accepted. Default 10,000.
+	// SocketRequestMaxBytes is the largest request frame accepted
+	// (Kafka's socket.request.max.bytes): a frame declaring more closes
+	// its connection before any of it is read. Default 100 MiB, Kafka's.
+	SocketRequestMaxBytes int
+	// QueuedMaxRequestBytes bounds the memory of requests being read and
+	// handled, over all connections (Kafka's queued.max.request.bytes):
+	// a request's memory grows as its bytes arrive, never to its
+	// declared size up front, and once the bound is reached connections
+	// stop reading until requests in hand are done. Default 100 MiB (Kafka:
+	// unbounded), no less than SocketRequestMaxBytes.
+	QueuedMaxRequestBytes int64
+	// RequestTimeout is how long a request may take to arrive once its
+	// first byte has, and a response to be written (Kafka's clients give
+	// up after their request.timeout.ms, 30 s by default): a slower
+	// connection is closed. Default 30 s.
+	RequestTimeout time.Duration
+	// ConnectionsMaxIdle closes a connection that has had no request to
+	// read and no response to write for that long (Kafka's
+	// connections.max.idle.ms). Default 10 minutes, Kafka's.
+	ConnectionsMaxIdle time.Duration
+	// MaxConnections is how many client connections may be open at once
+	// (Kafka's max.connections). At the limit a new connection closes the
+	// one idle longest, if one has been idle a second or more, and is
+	// refused otherwise. Default 10,000.
 	MaxConnections int
+	// MaxConnectionsPerIP is how many connections one client address may
+	// have open (Kafka's max.connections.per.ip), with the same room made
+	// by closing that address's longest-idle connection. Default 1,000
+	// (Kafka: unbounded).
+	MaxConnectionsPerIP int
 	// MaxInFlight is how many requests one connection may have read and
 	// not yet answered before the server stops reading from it. Default 64.
 	MaxInFlight int
+	// FetchMaxBytes bounds the record bytes of one fetch response and of
+	// each of its partitions, whatever the client asks (Kafka's broker
+	// fetch.max.bytes); the first batch found is returned whole even if
+	// larger, so that a consumer always makes progress. Default 55 MiB,
+	// Kafka's.
+	FetchMaxBytes int
+	// QueuedMaxResponseBytes bounds the record bytes of fetch responses
+	// being built and written, over all connections (passbook's own;
+	// Kafka has none): at the limit a fetch returns what it has, or
+	// waits for room if it has nothing yet. Default 128 MiB.
+	QueuedMaxResponseBytes int64
 	// ClusterID is reported in Metadata. Default "passbook".
 	ClusterID string
 	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
@@ -59,9 +95,16 @@ type Options struct {
 }
 
 const (
-	defaultMaxRequestBytes = 100 << 20
-	defaultMaxConnections  = 10_000
-	defaultMaxInFlight     = 64
+	defaultSocketRequestMaxBytes  = 100 << 20 // Kafka's
+	defaultQueuedMaxRequestBytes  = 100 << 20
+	defaultRequestTimeout         = 30 * time.Second
+	defaultConnectionsMaxIdle     = 10 * time.Minute // Kafka's
+	defaultMaxConnections         = 10_000
+	defaultMaxConnectionsPerIP    = 1_000
+	defaultMaxInFlight            = 64
+	defaultFetchMaxBytes          = 57_671_680 // 55 MiB, Kafka's
+	defaultQueuedMaxResponseBytes = 128 << 20
+	minFetchMaxBytes              = 1024 // Kafka's lower bound
 )
 
 // Validate reports what is wrong with o, if anything.
@@ -70,11 +113,37 @@ func (o *Options) Validate() error {
 	if o.DefaultPartitions < 0 || o.DefaultPartitions > 10_000 {
 		errs = append(errs, fmt.Errorf("default partitions %d not in [1, 10000]", o.DefaultPartitions))
 	}
-	if o.MaxRequestBytes < 0 {
-		errs = append(errs, fmt.Errorf("max request bytes %d is negative", o.MaxRequestBytes))
+	if o.SocketRequestMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d is negative", o.SocketRequestMaxBytes))
+	}
+	if o.QueuedMaxRequestBytes < 0 {
+		errs = append(errs, fmt.Errorf("queued.max.request.bytes %d is negative", o.QueuedMaxRequestBytes))
+	} else if o.QueuedMaxRequestBytes > 0 {
+		req := int64(o.SocketRequestMaxBytes)
+		if req == 0 {
+			req = defaultSocketRequestMaxBytes
+		}
+		if o.QueuedMaxRequestBytes < req {
+			errs = append(errs, fmt.Errorf("queued.max.request.bytes %d is under socket.request.max.bytes %d: the largest request could never be read", o.QueuedMaxRequestBytes, req))
+		}
+	}
+	if o.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("request timeout %v is negative", o.RequestTimeout))
+	}
+	if o.ConnectionsMaxIdle < 0 {
+		errs = append(errs, fmt.Errorf("connections.max.idle %v is negative", o.ConnectionsMaxIdle))
 	}
 	if o.MaxConnections < 0 {
-		errs = append(errs, fmt.Errorf("max connections %d is negative", o.MaxConnections))
+		errs = append(errs, fmt.Errorf("max.connections %d is negative", o.MaxConnections))
+	}
+	if o.MaxConnectionsPerIP < 0 {
+		errs = append(errs, fmt.Errorf("max.connections.per.ip %d is negative", o.MaxConnectionsPerIP))
+	}
+	if o.FetchMaxBytes < 0 || (o.FetchMaxBytes > 0 && o.FetchMaxBytes < minFetchMaxBytes) {
+		errs = append(errs, fmt.Errorf("fetch.max.bytes %d is under %d", o.FetchMaxBytes, minFetchMaxBytes))
+	}
+	if o.QueuedMaxResponseBytes < 0 {
+		errs = append(errs, fmt.Errorf("queued.max.response.bytes %d is negative", o.QueuedMaxResponseBytes))
 	}
 	if o.MaxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("max in flight %d is negative", o.MaxInFlight))
@@ -103,11 +172,29 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		c = *o
 	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = defaultMaxRequestBytes
+	if c.SocketRequestMaxBytes == 0 {
+		c.SocketRequestMaxBytes = defaultSocketRequestMaxBytes
+	}
+	if c.QueuedMaxRequestBytes == 0 {
+		c.QueuedMaxRequestBytes = max(defaultQueuedMaxRequestBytes, int64(c.SocketRequestMaxBytes))
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = defaultRequestTimeout
+	}
+	if c.ConnectionsMaxIdle == 0 {
+		c.ConnectionsMaxIdle = defaultConnectionsMaxIdle
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = defaultMaxConnections
+	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = defaultMaxConnectionsPerIP
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = defaultFetchMaxBytes
+	}
+	if c.QueuedMaxResponseBytes == 0 {
+		c.QueuedMaxResponseBytes = defaultQueuedMaxResponseBytes
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = defaultMaxInFlight
@@ -146,10 +233,19 @@ type Server struct {
 	connsDone  sync.WaitGroup
 	acceptDone sync.WaitGroup
 
+	// The limits' budgets and counters (limits.go).
+	requestBytes  *byteBudget
+	responseBytes *byteBudget
+	fetchesCapped atomic.Uint64
+	closed        map[string]*atomic.Uint64 // by close reason; fixed at NewServer
+	limitLogMu    sync.Mutex
+	limitLogs     map[string]*limitLog
+
 	mu struct {
 		sync.Mutex
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
+		perIP     map[string]int // open connections by client address
 		closing   bool
 	}
 }
@@ -175,6 +271,15 @@ func NewServer(db *passbook.DB, opts *Options) (*Server, error) {
 	s.polls, s.stopPolls = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*conn]struct{}{}
+	s.mu.perIP = map[string]int{}
+	s.requestBytes = newByteBudget(o.QueuedMaxRequestBytes)
+	s.responseBytes = newByteBudget(o.QueuedMaxResponseBytes)
+	s.closed = make(map[string]*atomic.Uint64, len(closeReasons))
+	for _, r := range closeReasons {
+		s.closed[r] = new(atomic.Uint64)
+	}
+	s.limitLogs = map[string]*limitLog{}
+	s.logLimits()
 	return s, nil
 }
 
@@ -235,32 +340,94 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// newConn registers a new connection, or refuses it.
+// newConn registers a new connection, or refuses it. At a connection
+// limit (max.connections, or max.connections.per.ip for its address) the
+// connection idle longest, if idle for evictMinIdle or more, is closed to
+// make room: a flood of idle connections cannot lock out a client that
+// has work to do, such as an operator's.
 func (s *Server) newConn(nc net.Conn, host string, port int32) *conn {
+	remote := nc.RemoteAddr().String()
+	ip := hostOf(remote)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closing {
 		nc.Close()
 		return nil
 	}
-	if len(s.mu.conns) >= s.o.MaxConnections {
-		s.log.Warn("kafka: refusing connection: the server is at its connection limit (--max-connections)",
-			"remote", nc.RemoteAddr().String(), "limit", s.o.MaxConnections)
+	if s.mu.perIP[ip] >= s.o.MaxConnectionsPerIP && !s.evictLocked(ip) {
+		s.limitHit(closePerIP, remote, "kafka: refusing connection: its address is at its connection limit (max.connections.per.ip, --max-connections-per-ip)",
+			"limit", s.o.MaxConnectionsPerIP)
+		nc.Close()
+		return nil
+	}
+	if len(s.mu.conns) >= s.o.MaxConnections && !s.evictLocked("") {
+		s.limitHit(closeLimit, remote, "kafka: refusing connection: the server is at its connection limit (max.connections, --max-connections)",
+			"limit", s.o.MaxConnections)
 		nc.Close()
 		return nil
 	}
 	c := newConn(s, nc, host, port)
 	s.mu.conns[c] = struct{}{}
+	s.mu.perIP[ip]++
 	s.connsDone.Add(1)
 	return c
+}
+
+// evictLocked closes the connection idle longest (of address ip, or of
+// any address if ip is ""), if one has been idle evictMinIdle or more,
+// and reports whether it did. The connection is unregistered at once, so
+// that its place is free for the caller.
+func (s *Server) evictLocked(ip string) bool {
+	var victim *conn
+	var since int64
+	now := time.Now().UnixNano()
+	for c := range s.mu.conns {
+		if ip != "" && c.ip != ip {
+			continue
+		}
+		idle, ok := c.idleSince()
+		if !ok || now-idle < int64(evictMinIdle) {
+			continue
+		}
+		if victim == nil || idle < since {
+			victim, since = c, idle
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	s.forgetLocked(victim)
+	s.limitHit(closeEvicted, victim.remote, "kafka: closing the longest-idle connection to make room at a connection limit",
+		"idle", time.Duration(now-since).Round(time.Millisecond))
+	victim.nc.Close()
+	return true
 }
 
 // forget unregisters a finished connection.
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
-	delete(s.mu.conns, c)
+	s.forgetLocked(c)
 	s.mu.Unlock()
 	s.connsDone.Done()
+}
+
+func (s *Server) forgetLocked(c *conn) {
+	if _, ok := s.mu.conns[c]; !ok {
+		return // evicted already
+	}
+	delete(s.mu.conns, c)
+	if s.mu.perIP[c.ip]--; s.mu.perIP[c.ip] <= 0 {
+		delete(s.mu.perIP, c.ip)
+	}
+}
+
+// hostOf is the address part of a host:port.
+func hostOf(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return remote
+	}
+	return host
 }
 
 // Shutdown stops the server gracefully: it closes the listeners, stops
