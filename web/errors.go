@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/passbook-log/passbook"
@@ -15,25 +16,29 @@ import (
 // Error codes of the JSON API. They are part of the API: clients match on
 // them, so a code never changes meaning. docs/http-api.md lists them.
 const (
-	CodeBadRequest       = "bad_request"            // 400: a bad parameter
-	CodeMalformedJSON    = "malformed_json"         // 400: the body is not the JSON expected
-	CodeInvalidName      = "invalid_name"           // 400: a topic or consumer name that is not allowed
-	CodeInvalidConfig    = "invalid_config"         // 400: a topic configuration that is not allowed
-	CodeNotFound         = "not_found"              // 404: no such route
-	CodeUnknownTopic     = "unknown_topic"          // 404
-	CodeUnknownPartition = "unknown_partition"      // 404
-	CodeUnknownConsumer  = "unknown_consumer"       // 404: nothing committed under that name
-	CodeMethodNotAllowed = "method_not_allowed"     // 405
-	CodeTopicExists      = "topic_exists"           // 409
-	CodeLeaseHeld        = "lease_held"             // 409: the consumer is running elsewhere
-	CodeBodyTooLarge     = "body_too_large"         // 413: over Options.MaxBodyBytes or MaxAppendRecords
-	CodeRecordTooLarge   = "record_too_large"       // 413: one record over the topic's max.message.bytes
-	CodeUnsupportedMedia = "unsupported_media_type" // 415
-	CodeOutOfRange       = "offset_out_of_range"    // 416: outside [start offset, head]
-	CodeGap              = "records_deleted"        // 416: retention deleted records the consumer never read
-	CodeUnavailable      = "unavailable"            // 503: the DB is closed or the server shutting down
-	CodeCorrupt          = "corrupt_data"           // 500: stored data failed its checksum (run passbook verify)
-	CodeInternal         = "internal"               // 500
+	CodeBadRequest         = "bad_request"            // 400: a bad parameter
+	CodeMalformedJSON      = "malformed_json"         // 400: the body is not the JSON expected
+	CodeInvalidName        = "invalid_name"           // 400: a topic or consumer name that is not allowed
+	CodeInvalidConfig      = "invalid_config"         // 400: a topic configuration that is not allowed
+	CodeNotFound           = "not_found"              // 404: no such route
+	CodeUnknownTopic       = "unknown_topic"          // 404
+	CodeUnknownPartition   = "unknown_partition"      // 404
+	CodeUnknownConsumer    = "unknown_consumer"       // 404: nothing committed under that name
+	CodeMethodNotAllowed   = "method_not_allowed"     // 405
+	CodeTopicExists        = "topic_exists"           // 409
+	CodeLeaseHeld          = "lease_held"             // 409: the consumer is running elsewhere
+	CodeBodyTooLarge       = "body_too_large"         // 413: over Options.MaxBodyBytes or MaxAppendRecords
+	CodeRecordTooLarge     = "record_too_large"       // 413: one record over the topic's max.message.bytes
+	CodeUnsupportedMedia   = "unsupported_media_type" // 415
+	CodeOutOfRange         = "offset_out_of_range"    // 416: outside [start offset, head]
+	CodeGap                = "records_deleted"        // 416: retention deleted records the consumer never read
+	CodeUnavailable        = "unavailable"            // 503: the DB is closed or the server shutting down
+	CodeRequestTimeout     = "request_timeout"        // 408: the body did not arrive within Options.ReadTimeout
+	CodeTooManyRequests    = "too_many_requests"      // 429: over Options.MaxStreamsPerClient (Retry-After)
+	CodeTooManyStreams     = "too_many_streams"       // 503: over Options.MaxStreams SSE streams (Retry-After)
+	CodeTooManyConnections = "too_many_connections"   // 503: over Options.MaxConnections (Retry-After)
+	CodeCorrupt            = "corrupt_data"           // 500: stored data failed its checksum (run passbook verify)
+	CodeInternal           = "internal"               // 500
 )
 
 // apiError is an error the API reports as
@@ -43,6 +48,8 @@ type apiError struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
+	RetryAfter int `json:"-"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -64,9 +71,12 @@ func toAPIError(err error) *apiError {
 	var mbe *http.MaxBytesError
 	var oor *storage.OutOfRangeError
 	var gap *consumer.GapError
+	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
 		return errorf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body over %d bytes", mbe.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return errorf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive in time (the server's read timeout, --http-read-timeout)")
 	case errors.As(err, &oor):
 		e := errorf(http.StatusRequestedRangeNotSatisfiable, CodeOutOfRange, "%s", trimPrefix(oor.Error()))
 		e.Details = map[string]any{"offset": oor.Offset, "start_offset": oor.Start, "head": oor.Head}

@@ -180,6 +180,7 @@ func (h *hub) tick() {
 		default: // too slow: drop it; its browser reconnects
 			close(sub.ch)
 			delete(h.mu.subs, sub)
+			h.s.m.streamsDropped.WithLabelValues("buffer_full").Inc()
 		}
 	}
 }
@@ -319,6 +320,7 @@ func (h *hub) subscribe() (*subscriber, []byte, error) {
 				default:
 					close(sub.ch)
 					delete(h.mu.subs, sub)
+					h.s.m.streamsDropped.WithLabelValues("buffer_full").Inc()
 				}
 			}
 		}
@@ -341,18 +343,29 @@ func (h *hub) unsubscribe(sub *subscriber) {
 
 // GET /api/events: the dashboard's live stream.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
+	release, err := s.limits.acquire(r, true)
+	if err != nil {
+		return err
+	}
+	defer release()
 	sub, snap, err := s.hub.subscribe()
 	if err != nil {
 		return err
 	}
 	defer s.hub.unsubscribe(sub)
-	out, err := startSSE(w, time.Second)
+	out, err := s.startSSE(w, time.Second)
 	if err != nil {
+		s.streamEnded(err)
 		return nil
 	}
 	s.m.streams.Inc()
 	defer s.m.streams.Dec()
-	if out.event("", "snapshot", snap) != nil || out.flush() != nil {
+	if err := out.event("", "snapshot", snap); err != nil {
+		s.streamEnded(err)
+		return nil
+	}
+	if err := out.flush(); err != nil {
+		s.streamEnded(err)
 		return nil
 	}
 	beat := time.NewTicker(s.o.Heartbeat)
@@ -363,11 +376,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			if !ok {
 				return nil // dropped, or the server closed
 			}
-			if out.event("", "update", b) != nil || out.flush() != nil {
+			err := out.event("", "update", b)
+			if err == nil {
+				err = out.flush()
+			}
+			if err != nil {
+				s.streamEnded(err)
 				return nil
 			}
 		case <-beat.C:
-			if out.comment("keepalive") != nil {
+			if err := out.comment("keepalive"); err != nil {
+				s.streamEnded(err)
 				return nil
 			}
 		case <-r.Context().Done():

@@ -23,6 +23,14 @@ type metrics struct {
 	requests       *prometheus.CounterVec   // route, method, code
 	requestSeconds *prometheus.HistogramVec // route
 	streams        prometheus.Gauge
+
+	// The limits (limits.go).
+	conns          prometheus.Gauge
+	connRefused    prometheus.Counter
+	streamsRefused prometheus.Counter
+	streamsDropped *prometheus.CounterVec // reason
+	throttled      prometheus.Counter
+	bodyTimeouts   prometheus.Counter
 }
 
 // latencyBuckets span 50 µs to 10 s: appends in the OS take microseconds,
@@ -65,9 +73,42 @@ func newMetrics(s *Server) *metrics {
 			Name: "passbook_http_sse_streams",
 			Help: "Server-Sent Events streams open now (record tails and dashboard events).",
 		}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "passbook_http_connections",
+			Help: "HTTP connections open now (at most passbook_http_connections_max).",
+		}),
+		connRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "passbook_http_connections_refused_total",
+			Help: "HTTP connections answered 503 too_many_connections and closed: over --http-max-connections.",
+		}),
+		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "passbook_http_sse_refused_total",
+			Help: "SSE streams refused with 503 too_many_streams: over --http-max-streams.",
+		}),
+		streamsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "passbook_http_sse_dropped_total",
+			Help: "SSE subscribers cut for being too slow: buffer_full (a dashboard stream's updates piled up), write_timeout (a write took over --http-stream-write-timeout).",
+		}, []string{"reason"}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "passbook_http_throttled_total",
+			Help: "SSE streams and long polls refused with 429 too_many_requests: the client had --http-max-streams-per-client open.",
+		}),
+		bodyTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "passbook_http_request_timeouts_total",
+			Help: "Request bodies cut by --http-read-timeout (answered 408 request_timeout).",
+		}),
+	}
+	for _, r := range []string{"buffer_full", "write_timeout"} {
+		m.streamsDropped.WithLabelValues(r)
+	}
+	limit := func(name, help string, v int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(v) })
 	}
 	s.reg.MustRegister(m.appendRecords, m.appendBytes, m.appendSeconds, m.readRecords, m.readBytes,
-		m.requests, m.requestSeconds, m.streams, newStateCollector(s))
+		m.requests, m.requestSeconds, m.streams, newStateCollector(s),
+		m.conns, m.connRefused, m.streamsRefused, m.streamsDropped, m.throttled, m.bodyTimeouts,
+		limit("passbook_http_connections_max", "The limit of HTTP connections open at once (--http-max-connections).", s.o.MaxConnections),
+		limit("passbook_http_sse_streams_max", "The limit of SSE streams open at once (--http-max-streams).", s.o.MaxStreams))
 	if s.o.SyncTimer != nil {
 		s.reg.MustRegister(s.o.SyncTimer)
 	}

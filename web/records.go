@@ -351,9 +351,18 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) error {
 		return &storage.OutOfRangeError{Offset: from, Start: start, Head: head}
 	}
 	if wait > 0 && from >= l.Head() {
+		release, err := s.limits.acquire(r, false)
+		if err != nil {
+			return err
+		}
+		defer release()
+		// Nothing more is read, and the answer comes after the wait.
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Time{})
+		rc.SetWriteDeadline(time.Now().Add(wait + s.o.WriteTimeout))
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		stop := context.AfterFunc(s.done, cancel)
-		err := l.Wait(ctx, from)
+		err = l.Wait(ctx, from)
 		stop()
 		cancel()
 		if err != nil && ctx.Err() == nil {

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +58,47 @@ type Options struct {
 	SyncTimer *SyncTimer
 	// Logger receives the server's log lines. Default: discard.
 	Logger *slog.Logger
+
+	// The limits below bound what clients can make the server spend
+	// (limits.go). The timeouts and MaxConnections apply when the server
+	// serves its own listener (Serve); the stream limits always.
+
+	// ReadHeaderTimeout bounds the time to read a request's headers; a
+	// client slower than that has its connection closed. Default 10 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the time to read a whole request, body
+	// included; a body still arriving then is cut and answered 408
+	// request_timeout. SSE streams and long polls read nothing more once
+	// they start and are not cut by it. Default 30 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of a request's headers
+	// to the end of its answer; a client that does not take its answer
+	// in time has its connection closed. A long poll adds its wait; SSE
+	// streams bound each write by StreamWriteTimeout instead. Default 30 s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle that long between
+	// requests. Default 2 minutes.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers; more is
+	// answered 431. Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxConnections bounds the connections open at once; one more is
+	// answered 503 too_many_connections (Retry-After) and closed.
+	// Default 2,000.
+	MaxConnections int
+	// MaxStreams bounds the SSE streams (record streams and the
+	// dashboard's /api/events) open at once; one more is answered 503
+	// too_many_streams with Retry-After. Default 1,000.
+	MaxStreams int
+	// MaxStreamsPerClient bounds the SSE streams and long polls (reads
+	// with ?wait) that one client, by remote IP, has open at once; one
+	// more is answered 429 too_many_requests with Retry-After.
+	// Default 100.
+	MaxStreamsPerClient int
+	// StreamWriteTimeout bounds each write of an SSE stream: a
+	// subscriber that does not take an event (or a heartbeat) within it
+	// is cut and counted. Default 10 s.
+	StreamWriteTimeout time.Duration
 }
 
 const (
@@ -67,7 +110,20 @@ const (
 	defaultEventInterval    = 500 * time.Millisecond
 	defaultHistoryWindow    = 15 * time.Minute
 	defaultHeartbeat        = 15 * time.Second
+
+	defaultReadHeaderTimeout   = 10 * time.Second
+	defaultReadTimeout         = 30 * time.Second
+	defaultWriteTimeout        = 30 * time.Second
+	defaultIdleTimeout         = 2 * time.Minute
+	defaultMaxHeaderBytes      = 64 << 10
+	defaultMaxConnections      = 2_000
+	defaultMaxStreams          = 1_000
+	defaultMaxStreamsPerClient = 100
+	defaultStreamWriteTimeout  = 10 * time.Second
 )
+
+// Defaults returns a copy of o with every zero field set to its default.
+func (o *Options) Defaults() Options { return o.withDefaults() }
 
 func (o *Options) withDefaults() Options {
 	var c Options
@@ -101,6 +157,33 @@ func (o *Options) withDefaults() Options {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.ReadHeaderTimeout, defaultReadHeaderTimeout},
+		{&c.ReadTimeout, defaultReadTimeout},
+		{&c.WriteTimeout, defaultWriteTimeout},
+		{&c.IdleTimeout, defaultIdleTimeout},
+		{&c.StreamWriteTimeout, defaultStreamWriteTimeout},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	for _, n := range []struct {
+		v   *int
+		def int
+	}{
+		{&c.MaxHeaderBytes, defaultMaxHeaderBytes},
+		{&c.MaxConnections, defaultMaxConnections},
+		{&c.MaxStreams, defaultMaxStreams},
+		{&c.MaxStreamsPerClient, defaultMaxStreamsPerClient},
+	} {
+		if *n.v <= 0 {
+			*n.v = n.def
+		}
+	}
 	return c
 }
 
@@ -118,6 +201,13 @@ type Server struct {
 	reg    *prometheus.Registry
 	m      *metrics
 	hub    *hub
+	limits *streamLimiter
+	// The limits' log lines, at most one a minute each.
+	connLog, streamLog, clientLog, timeoutLog *limitLog
+
+	// srv is the http.Server of Serve, for Shutdown.
+	srvMu sync.Mutex
+	srv   *http.Server
 
 	// done is canceled by Close: streams and long polls end.
 	done      context.Context
@@ -146,6 +236,11 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s.m = newMetrics(s)
+	s.limits = newStreamLimiter(s)
+	s.connLog = &limitLog{log: s.log, msg: "http: connection limit reached; refusing connections with 503"}
+	s.streamLog = &limitLog{log: s.log, msg: "http: SSE stream limit reached; refusing streams with 503"}
+	s.clientLog = &limitLog{log: s.log, msg: "http: a client reached its limit of streams and long polls; refusing with 429"}
+	s.timeoutLog = &limitLog{log: s.log, msg: "http: request bodies cut by the read timeout"}
 	s.hub = newHub(s)
 
 	s.handle("GET /api/topics", s.listTopics)
@@ -238,6 +333,43 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, errorf(http.StatusNotFound, CodeNotFound, "no API endpoint %s %s (see /api/openapi.json)", r.Method, r.URL.Path))
 }
 
+// Serve accepts connections on ln and serves them with the Options'
+// timeouts and connection limit, until Shutdown; it then returns
+// http.ErrServerClosed. It may be called once.
+func (s *Server) Serve(ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
+		ReadTimeout:       s.o.ReadTimeout,
+		WriteTimeout:      s.o.WriteTimeout,
+		IdleTimeout:       s.o.IdleTimeout,
+		MaxHeaderBytes:    s.o.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.srvMu.Lock()
+	if s.srv != nil {
+		s.srvMu.Unlock()
+		return errors.New("web: Serve called twice")
+	}
+	s.srv = srv
+	s.srvMu.Unlock()
+	return srv.Serve(s.limitListener(ln))
+}
+
+// Shutdown closes the server (Close) and then shuts down what Serve
+// serves: no new connections, and the requests in progress finish
+// until ctx is done (http.Server.Shutdown).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.Close()
+	s.srvMu.Lock()
+	srv := s.srv
+	s.srvMu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Shutdown(ctx)
+}
+
 // Registry is the Prometheus registry served at /metrics. Other parts of
 // the process (the Kafka server) may register their collectors in it.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
@@ -266,7 +398,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := toAPIError(err)
-	if ae.Status >= 500 {
+	if ae.Code == CodeRequestTimeout {
+		s.m.bodyTimeouts.Inc()
+		s.timeoutLog.hit("timeout", s.o.ReadTimeout, "flag", "--http-read-timeout")
+	}
+	if ae.RetryAfter > 0 {
+		// A refusal for load: the client comes back later, on a new
+		// connection, rather than hold this one meanwhile.
+		w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
+		w.Header().Set("Connection", "close")
+	}
+	if ae.Status >= 500 && ae.RetryAfter == 0 { // refusals for load are logged by their limitLog
 		s.log.Error("http: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, ae.Status, map[string]any{"error": ae})
@@ -295,8 +437,9 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 
 func jsonError(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return err
+	var ne net.Error
+	if errors.As(err, &mbe) || errors.As(err, &ne) && ne.Timeout() {
+		return err // 413, or 408 for a body cut by the read timeout
 	}
 	if errors.Is(err, io.EOF) {
 		return errorf(http.StatusBadRequest, CodeMalformedJSON, "the body is empty; it must be a JSON object")

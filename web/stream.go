@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,27 +15,35 @@ import (
 	"github.com/passbook-log/passbook/storage"
 )
 
-// sse writes Server-Sent Events.
+// sse writes Server-Sent Events. Each write must be taken by the client
+// within Options.StreamWriteTimeout: a stream outlives any deadline for
+// the whole answer, but not a subscriber that stopped reading.
 type sse struct {
-	w  io.Writer
-	rc *http.ResponseController
+	w       io.Writer
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
 // startSSE answers with the event-stream headers.
-func startSSE(w http.ResponseWriter, retry time.Duration) (*sse, error) {
+func (s *Server) startSSE(w http.ResponseWriter, retry time.Duration) (*sse, error) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	e := &sse{w: w, rc: http.NewResponseController(w)}
-	// A stream outlives the http.Server's WriteTimeout, if it has one.
-	e.rc.SetWriteDeadline(time.Time{})
+	e := &sse{w: w, rc: http.NewResponseController(w), timeout: s.o.StreamWriteTimeout}
+	// Nothing more is read: the http.Server's ReadTimeout, which would
+	// end the stream (its context) when it passes, does not apply.
+	e.rc.SetReadDeadline(time.Time{})
+	e.deadline()
 	if _, err := fmt.Fprintf(w, "retry: %d\n\n", retry.Milliseconds()); err != nil {
 		return nil, err
 	}
 	return e, e.flush()
 }
+
+// deadline gives the next write StreamWriteTimeout.
+func (e *sse) deadline() { e.rc.SetWriteDeadline(time.Now().Add(e.timeout)) }
 
 // event writes one event; data must be one line (compact JSON is).
 func (e *sse) event(id, name string, data []byte) error {
@@ -44,11 +54,13 @@ func (e *sse) event(id, name string, data []byte) error {
 	b.WriteString("event: " + name + "\ndata: ")
 	b.Write(data)
 	b.WriteString("\n\n")
+	e.deadline()
 	_, err := io.WriteString(e.w, b.String())
 	return err
 }
 
 func (e *sse) comment(text string) error {
+	e.deadline()
 	_, err := io.WriteString(e.w, ": "+text+"\n\n")
 	if err == nil {
 		err = e.flush()
@@ -57,6 +69,14 @@ func (e *sse) comment(text string) error {
 }
 
 func (e *sse) flush() error { return e.rc.Flush() }
+
+// streamEnded counts a stream that ended on err because its subscriber
+// did not take a write in time.
+func (s *Server) streamEnded(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.m.streamsDropped.WithLabelValues("write_timeout").Inc()
+	}
+}
 
 // GET /api/topics/{topic}/partitions/{partition}/stream
 //
@@ -94,12 +114,18 @@ func (s *Server) streamRecords(w http.ResponseWriter, r *http.Request) error {
 		return &storage.OutOfRangeError{Offset: from, Start: start, Head: head}
 	}
 
+	release, err := s.limits.acquire(r, true)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(s.done, cancel)
 	defer stop()
-	out, err := startSSE(w, 2*time.Second)
+	out, err := s.startSSE(w, 2*time.Second)
 	if err != nil {
+		s.streamEnded(err)
 		return nil
 	}
 	s.m.streams.Inc()
@@ -121,7 +147,8 @@ func (s *Server) streamRecords(w http.ResponseWriter, r *http.Request) error {
 		if ok {
 			b, _ := json.Marshal(toRecordOut(p, rec, enc))
 			if err := out.event(strconv.FormatInt(rec.Offset, 10), "record", b); err != nil {
-				return nil // the client went away
+				s.streamEnded(err)
+				return nil // the client went away, or too slow
 			}
 			reads.Inc()
 			readBytes.Add(float64(recordBytes(rec)))
@@ -130,6 +157,7 @@ func (s *Server) streamRecords(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if err := out.flush(); err != nil {
+			s.streamEnded(err)
 			return nil
 		}
 		pending = 0
@@ -144,7 +172,8 @@ func (s *Server) streamRecords(w http.ResponseWriter, r *http.Request) error {
 		case ctx.Err() != nil:
 			return nil
 		case err == context.DeadlineExceeded:
-			if out.comment("keepalive") != nil {
+			if err := out.comment("keepalive"); err != nil {
+				s.streamEnded(err)
 				return nil
 			}
 		case err != nil:
