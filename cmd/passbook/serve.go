@@ -45,6 +45,18 @@ offset store as embedded consumers': the dashboard and /api/consumers (with
 is stopped. Group membership is kept in memory: on a restart, members join
 again and resume from their committed offsets.
 
+What a client can make it spend is bounded, each limit named for Kafka's
+broker config: a request over --socket-request-max-bytes closes its
+connection; requests being read hold at most --queued-max-request-bytes of
+memory in all (then the server stops reading until some are done); a request
+must arrive, and its response be read, within --request-timeout; a connection
+idle for --connections-max-idle is closed; --max-connections and
+--max-connections-per-ip bound connections, and at either limit the
+longest-idle connection is closed to make room for a new one; a fetch response
+holds at most --fetch-max-bytes of records (the first batch whole), and all
+responses being written at most --queued-max-response-bytes. With --http,
+/metrics counts each (passbook_kafka_*); docs/reliability.md has the table.
+
 On SIGTERM or SIGINT it stops accepting connections, answers the requests it
 has already read, then closes the data directory (fsync and clean-shutdown
 checkpoint).`,
@@ -73,7 +85,11 @@ checkpoint).`,
 				name: "kafka", addr: kafkaAddr, serve: ks.Serve, shutdown: ks.Shutdown,
 			}}
 			if httpAddr != "" {
-				hs, _ := httpService(db, httpAddr, httpOpts, timer, log)
+				hs, ws := httpService(db, httpAddr, httpOpts, timer, log)
+				if err := ws.Registry().Register(ks.Collector()); err != nil {
+					db.Close()
+					return fmt.Errorf("kafka metrics: %w", err)
+				}
 				services = append(services, hs)
 			}
 			return serveAll(cmd.Context(), log, db, grace, services)
@@ -86,8 +102,16 @@ checkpoint).`,
 	f.StringVar(&ko.Advertise, "advertise", "", "host:port clients are told to connect to (default: the --kafka address)")
 	f.BoolVar(&autoTopic, "auto-create-topics", true, "create a topic when a client asks for metadata of a missing one and allows creation")
 	f.IntVar(&ko.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of topics created with the default count")
-	f.IntVar(&ko.MaxRequestBytes, "max-request-bytes", 100<<20, "largest request accepted; a larger one closes its connection")
-	f.IntVar(&ko.MaxConnections, "max-connections", 10_000, "most client connections open at once")
+	f.IntVar(&ko.SocketRequestMaxBytes, "socket-request-max-bytes", 104_857_600, "largest request accepted (Kafka's socket.request.max.bytes); a larger one closes its connection")
+	f.IntVar(&ko.SocketRequestMaxBytes, "max-request-bytes", 104_857_600, "old name of --socket-request-max-bytes")
+	f.MarkDeprecated("max-request-bytes", "use --socket-request-max-bytes")
+	f.Int64Var(&ko.QueuedMaxRequestBytes, "queued-max-request-bytes", 100<<20, "memory for requests being read, over all connections (Kafka's queued.max.request.bytes); at the limit the server stops reading until some are done; at least --socket-request-max-bytes")
+	f.DurationVar(&ko.RequestTimeout, "request-timeout", 30*time.Second, "a request must arrive, and its response be read, within this once started; a slower connection is closed")
+	f.DurationVar(&ko.ConnectionsMaxIdle, "connections-max-idle", 10*time.Minute, "close a connection with no request or response for this long (Kafka's connections.max.idle.ms)")
+	f.IntVar(&ko.MaxConnections, "max-connections", 10_000, "most client connections open at once (Kafka's max.connections); at the limit a new one closes the longest-idle one, if idle 1 s or more")
+	f.IntVar(&ko.MaxConnectionsPerIP, "max-connections-per-ip", 1_000, "most connections open at once from one client address (Kafka's max.connections.per.ip), with the same room made")
+	f.IntVar(&ko.FetchMaxBytes, "fetch-max-bytes", 57_671_680, "most record bytes in one fetch response and in each of its partitions, whatever the client asks (Kafka's fetch.max.bytes); the first batch is sent whole even if larger")
+	f.Int64Var(&ko.QueuedMaxResponseBytes, "queued-max-response-bytes", 128<<20, "record bytes of fetch responses being built and written, over all connections (passbook's own); at the limit a fetch returns what it has or waits for room")
 	f.DurationVar(&ko.GroupMinSessionTimeout, "group-min-session-timeout", time.Second, "shortest session timeout a consumer group member may ask for")
 	f.DurationVar(&ko.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "longest session timeout a consumer group member may ask for")
 	f.DurationVar(&grace, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress")
