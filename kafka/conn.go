@@ -172,6 +172,9 @@ func (c *conn) waitForRequest(br *bufio.Reader) (byte, error) {
 		if br.Buffered() == 0 {
 			last := time.Unix(0, c.lastActive.Load())
 			c.nc.SetReadDeadline(last.Add(idle))
+			if c.stopping.Load() {
+				return 0, io.EOF // stopReading's deadline may have been overwritten
+			}
 		}
 		b, err := br.ReadByte()
 		if err == nil {
