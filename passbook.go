@@ -333,6 +333,12 @@ func mergeConfig(c, d TopicConfig) TopicConfig {
 	if c.DeleteRetention == 0 {
 		c.DeleteRetention = d.DeleteRetention
 	}
+	if c.TimestampBeforeMax == 0 {
+		c.TimestampBeforeMax = d.TimestampBeforeMax
+	}
+	if c.TimestampAfterMax == 0 {
+		c.TimestampAfterMax = d.TimestampAfterMax
+	}
 	return c
 }
 

@@ -44,6 +44,40 @@ type TopicConfig struct {
 	// DeleteRetention is how long a tombstone stays on a compacted topic
 	// after the cleaner first saw it; default 24 hours.
 	DeleteRetention time.Duration
+	// TimestampBeforeMax and TimestampAfterMax refuse records stamped
+	// further before or after the broker's clock than this
+	// (storage.ErrInvalidTimestamp; INVALID_TIMESTAMP over Kafka):
+	// Kafka's message.timestamp.before.max.ms, by default no limit, and
+	// message.timestamp.after.max.ms, by default 1 hour as in Kafka 4.
+	// NoTimestampLimit allows any.
+	TimestampBeforeMax time.Duration
+	TimestampAfterMax  time.Duration
+}
+
+// NoTimestampLimit, as TopicConfig.TimestampBeforeMax or
+// TimestampAfterMax, accepts any timestamp (Kafka's Long.MAX_VALUE).
+const NoTimestampLimit = storage.NoTimestampLimit
+
+// kafkaMaxLong is Kafka's Long.MAX_VALUE, its "no limit" for a time in
+// milliseconds.
+const kafkaMaxLong = 1<<63 - 1
+
+// timestampLimitMs is a timestamp limit in milliseconds, Kafka's way:
+// NoTimestampLimit is Long.MAX_VALUE, zero (the default) is zero.
+func timestampLimitMs(d time.Duration) int64 {
+	if d == NoTimestampLimit {
+		return kafkaMaxLong
+	}
+	return d.Milliseconds()
+}
+
+// timestampLimit reads what timestampLimitMs writes; a limit longer than
+// a time.Duration holds is no limit.
+func timestampLimit(ms int64) time.Duration {
+	if ms >= int64(NoTimestampLimit/time.Millisecond) {
+		return NoTimestampLimit
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Compacted reports whether the cleanup policy compacts the topic.
@@ -56,6 +90,7 @@ func (c TopicConfig) storageOptions() storage.Options {
 	o := storage.Options{
 		SegmentBytes: c.SegmentBytes, SegmentAge: c.SegmentAge, MaxRecordBytes: c.MaxRecordBytes,
 		Durability: c.Durability, Compact: c.Compacted(), DeleteRetention: c.DeleteRetention,
+		TimestampBeforeMax: c.TimestampBeforeMax, TimestampAfterMax: c.TimestampAfterMax,
 	}
 	if c.CleanupPolicy != CleanupCompact {
 		o.RetentionBytes, o.RetentionAge = c.RetentionBytes, c.RetentionAge
@@ -74,6 +109,8 @@ type topicConfigJSON struct {
 	Durability        string `json:"durability"`
 	CleanupPolicy     string `json:"cleanup.policy"`
 	DeleteRetentionMs int64  `json:"delete.retention.ms,omitempty"`
+	TimestampBeforeMs int64  `json:"message.timestamp.before.max.ms"`
+	TimestampAfterMs  int64  `json:"message.timestamp.after.max.ms"`
 }
 
 // MarshalJSON writes durations in milliseconds under Kafka's names.
@@ -83,6 +120,7 @@ func (c TopicConfig) MarshalJSON() ([]byte, error) {
 		SegmentBytes: c.SegmentBytes, SegmentMs: c.SegmentAge.Milliseconds(), MaxRecordBytes: c.MaxRecordBytes,
 		Durability: c.Durability.String(), CleanupPolicy: c.CleanupPolicy,
 		DeleteRetentionMs: c.DeleteRetention.Milliseconds(),
+		TimestampBeforeMs: timestampLimitMs(c.TimestampBeforeMax), TimestampAfterMs: timestampLimitMs(c.TimestampAfterMax),
 	})
 }
 
@@ -103,7 +141,8 @@ func (c *TopicConfig) UnmarshalJSON(b []byte) error {
 		Partitions: j.Partitions, RetentionAge: time.Duration(j.RetentionMs) * time.Millisecond, RetentionBytes: j.RetentionBytes,
 		SegmentBytes: j.SegmentBytes, SegmentAge: time.Duration(j.SegmentMs) * time.Millisecond, MaxRecordBytes: j.MaxRecordBytes,
 		Durability: d, CleanupPolicy: j.CleanupPolicy,
-		DeleteRetention: time.Duration(j.DeleteRetentionMs) * time.Millisecond,
+		DeleteRetention:    time.Duration(j.DeleteRetentionMs) * time.Millisecond,
+		TimestampBeforeMax: timestampLimit(j.TimestampBeforeMs), TimestampAfterMax: timestampLimit(j.TimestampAfterMs),
 	}
 	return nil
 }
@@ -122,6 +161,9 @@ func (c *TopicConfig) validate() error {
 	}
 	if c.RetentionAge < 0 || c.RetentionBytes < 0 || c.SegmentBytes < 0 || c.SegmentAge < 0 || c.MaxRecordBytes < 0 || c.DeleteRetention < 0 {
 		problems = append(problems, "retention, segment and record limits must not be negative")
+	}
+	if c.TimestampBeforeMax < 0 || c.TimestampAfterMax < 0 {
+		problems = append(problems, "message.timestamp.before.max.ms and after.max.ms must not be negative")
 	}
 	switch c.CleanupPolicy {
 	case CleanupDelete, CleanupCompact, CleanupCompactDelete:
@@ -156,6 +198,14 @@ func (c *TopicConfig) validateNew(minSegment int64) error {
 	}
 	if c.SegmentAge != 0 && c.SegmentAge < time.Millisecond {
 		problems = append(problems, fmt.Sprintf("segment age %v under 1ms", c.SegmentAge))
+	}
+	for _, l := range []struct {
+		name string
+		d    time.Duration
+	}{{"message.timestamp.before.max.ms", c.TimestampBeforeMax}, {"message.timestamp.after.max.ms", c.TimestampAfterMax}} {
+		if l.d != 0 && l.d < time.Millisecond {
+			problems = append(problems, fmt.Sprintf("%s %v under 1ms", l.name, l.d))
+		}
 	}
 	if c.MaxRecordBytes != 0 && (c.MaxRecordBytes < 1 || c.MaxRecordBytes > MaxMaxRecordBytes) {
 		problems = append(problems, fmt.Sprintf("max record bytes %d not in [1, %d]", c.MaxRecordBytes, MaxMaxRecordBytes))

@@ -28,7 +28,21 @@ type Decoder struct {
 	// are only checked, not kept (Validate yields no record to anyone).
 	maxRecord   int
 	skipHeaders bool
+	// The oldest and newest record timestamps of the batch Validate last
+	// accepted, in Unix milliseconds.
+	minMs, maxMs int64
 }
+
+// Timestamps returns the oldest and newest timestamps, in Unix
+// milliseconds, of the records of the batch that Validate or
+// ValidateKeyed last accepted; both include the header's MaxTimestamp,
+// which readers and retention trust. A broker checks them against its
+// clock (Kafka's message.timestamp.before.max.ms and after.max.ms).
+func (d *Decoder) Timestamps() (oldest, newest int64) { return d.minMs, d.maxMs }
+
+// keepScratch is the largest decompression buffer Validate keeps for the
+// next batch.
+const keepScratch = 4 << 20
 
 // MinRecordBytes is the least one encoded record takes: its length and
 // attributes, timestamp delta, offset delta, key length, value length and
@@ -284,8 +298,16 @@ func (d *Decoder) validate(b []byte, maxRecord int, keyed bool) (Header, error) 
 		return h, fmt.Errorf("%w: last offset delta %d with %d records", ErrCorrupt, h.LastOffsetDelta, h.RecordCount)
 	}
 	want := h.BaseOffset
+	d.minMs, d.maxMs = h.MaxTimestamp, h.MaxTimestamp
 	d.maxRecord, d.skipHeaders = maxRecord, true
-	defer func() { d.maxRecord, d.skipHeaders = 0, false }()
+	defer func() {
+		d.maxRecord, d.skipHeaders = 0, false
+		// A broker keeps one Decoder per partition: one large batch must
+		// not pin its decompressed bytes for good.
+		if cap(d.raw) > keepScratch {
+			d.raw = nil
+		}
+	}()
 	for rec, err := range d.Records(b) {
 		if err != nil {
 			return h, err
@@ -293,6 +315,8 @@ func (d *Decoder) validate(b []byte, maxRecord int, keyed bool) (Header, error) 
 		if rec.Offset != want {
 			return h, fmt.Errorf("%w: record offset delta %d, want %d", ErrCorrupt, rec.Offset-h.BaseOffset, want-h.BaseOffset)
 		}
+		ms := rec.Timestamp.UnixMilli()
+		d.minMs, d.maxMs = min(d.minMs, ms), max(d.maxMs, ms)
 		if keyed && rec.Key == nil {
 			return h, fmt.Errorf("%w: record %d", ErrNoKey, want-h.BaseOffset)
 		}

@@ -65,6 +65,26 @@ var topicConfigs = []topicConfigKey{
 		},
 	},
 	{
+		name: "message.timestamp.before.max.ms", typ: kmsg.ConfigTypeLong, def: strconv.FormatInt(math.MaxInt64, 10),
+		doc: "refuse records stamped more than this before the broker's clock (INVALID_TIMESTAMP)",
+		get: func(c passbook.TopicConfig) string { return timestampLimitString(c.TimestampBeforeMax) },
+		set: func(c *passbook.TopicConfig, v string) error {
+			d, err := parseTimestampLimit(v)
+			c.TimestampBeforeMax = d
+			return err
+		},
+	},
+	{
+		name: "message.timestamp.after.max.ms", typ: kmsg.ConfigTypeLong, def: strconv.FormatInt(time.Hour.Milliseconds(), 10),
+		doc: "refuse records stamped more than this after the broker's clock (INVALID_TIMESTAMP)",
+		get: func(c passbook.TopicConfig) string { return timestampLimitString(c.TimestampAfterMax) },
+		set: func(c *passbook.TopicConfig, v string) error {
+			d, err := parseTimestampLimit(v)
+			c.TimestampAfterMax = d
+			return err
+		},
+	},
+	{
 		name: "max.message.bytes", typ: kmsg.ConfigTypeInt, def: strconv.Itoa(1 << 20),
 		doc: "the largest record (key, value and headers) accepted",
 		get: func(c passbook.TopicConfig) string { return strconv.Itoa(c.MaxRecordBytes) },
@@ -109,7 +129,7 @@ func applyConfigs(c *passbook.TopicConfig, configs []kmsg.CreateTopicsRequestTop
 	for _, kv := range configs {
 		k := findTopicConfig(kv.Name)
 		if k == nil {
-			return fmt.Errorf("%w: unknown topic config %q (passbook supports cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, max.message.bytes)", passbook.ErrInvalidConfig, kv.Name)
+			return fmt.Errorf("%w: unknown topic config %q (passbook supports cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, message.timestamp.before.max.ms, message.timestamp.after.max.ms, max.message.bytes)", passbook.ErrInvalidConfig, kv.Name)
 		}
 		if kv.Value == nil {
 			continue // null: the default
@@ -145,6 +165,28 @@ func parseMsOrForever(v string) (time.Duration, error) {
 	}
 	if n >= maxMs {
 		return 0, nil // longer than a Duration holds: forever
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// timestampLimitString is a timestamp limit as Kafka states it: no limit
+// is Long.MAX_VALUE.
+func timestampLimitString(d time.Duration) string {
+	if d == passbook.NoTimestampLimit {
+		return strconv.FormatInt(math.MaxInt64, 10)
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// parseTimestampLimit parses a timestamp limit of at least 1 ms; one
+// longer than a time.Duration holds (Kafka's Long.MAX_VALUE) is no limit.
+func parseTimestampLimit(v string) (time.Duration, error) {
+	n, err := parseInt(v, 1)
+	if err != nil {
+		return 0, err
+	}
+	if n >= maxMs {
+		return passbook.NoTimestampLimit, nil
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }

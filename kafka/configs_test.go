@@ -29,6 +29,12 @@ func TestApplyConfigs(t *testing.T) {
 		{"max.message.bytes", "2000000", passbook.TopicConfig{MaxRecordBytes: 2_000_000}, false},
 		{"max.message.bytes", "x", passbook.TopicConfig{}, true},
 		{"cleanup.policy", "compact", passbook.TopicConfig{CleanupPolicy: "compact"}, false},
+		{"message.timestamp.before.max.ms", "86400000", passbook.TopicConfig{TimestampBeforeMax: 24 * time.Hour}, false},
+		{"message.timestamp.before.max.ms", "9223372036854775807", passbook.TopicConfig{TimestampBeforeMax: passbook.NoTimestampLimit}, false},
+		{"message.timestamp.before.max.ms", "0", passbook.TopicConfig{}, true},
+		{"message.timestamp.after.max.ms", "60000", passbook.TopicConfig{TimestampAfterMax: time.Minute}, false},
+		{"message.timestamp.after.max.ms", "9223372036854775807", passbook.TopicConfig{TimestampAfterMax: passbook.NoTimestampLimit}, false},
+		{"message.timestamp.after.max.ms", "-1", passbook.TopicConfig{}, true},
 		{"min.insync.replicas", "1", passbook.TopicConfig{}, true},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {

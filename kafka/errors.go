@@ -57,6 +57,8 @@ func errorCode(err error) int16 {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	case errors.Is(err, batch.ErrEmpty), errors.Is(err, storage.ErrEmpty), errors.Is(err, errControlBatch), errors.Is(err, storage.ErrNoKey):
 		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, batch.ErrInvalidRecord):
 		// Records that do not parse, or whose counts claim more than the
 		// bytes hold: Kafka's InvalidRecordException. A bad CRC or

@@ -31,7 +31,7 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 		}
 	}
 	l.mu.Lock()
-	if err := l.writable(); err != nil {
+	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
 		return 0, err
 	}
@@ -79,7 +79,7 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.o.MaxBatchBytes)
 	}
 	l.mu.Lock()
-	if err := l.writable(); err != nil {
+	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
 		return 0, err
 	}
@@ -129,15 +129,15 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 		(s.firstMs >= 0 && now.UnixMilli()-s.firstMs >= l.o.SegmentAge.Milliseconds())) {
 		var err error
 		if s, err = l.rollLocked(); err != nil {
-			return l.fail(fmt.Errorf("roll segment: %w", err))
+			return l.failWrite(fmt.Errorf("roll segment: %w", err))
 		}
 	}
 	pos := s.size.Load()
 	if _, err := s.log.Write(b); err != nil {
-		return l.fail(fmt.Errorf("write %s: %w", s.path, err))
+		return l.failWrite(fmt.Errorf("write %s: %w", s.path, err))
 	}
 	if err := s.indexBatch(pos, h, l.o.IndexInterval); err != nil {
-		return l.fail(err)
+		return l.failWrite(err)
 	}
 	s.size.Store(pos + int64(len(b)))
 	s.next.Store(h.NextOffset())

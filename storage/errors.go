@@ -19,6 +19,12 @@ var (
 	// ErrOutOfRange reports an offset outside [log start, head]. Errors
 	// that match it are *OutOfRangeError values.
 	ErrOutOfRange = errors.New("storage: offset out of range")
+	// ErrUnwritable reports an append to a log whose write or fsync
+	// failed (a full disk, a read-only file system, no file descriptors
+	// left, an I/O error): the log never pretends the write happened,
+	// and refuses appends until it recovers (see Log.Health). Kafka
+	// answers KAFKA_STORAGE_ERROR.
+	ErrUnwritable = errors.New("storage: partition cannot write")
 	// ErrClosed reports use of a closed log.
 	ErrClosed = errors.New("storage: log closed")
 	// ErrNotPartition reports a directory that is not a passbook partition.

@@ -50,13 +50,20 @@ func faultOptions(fsys vfs.FS) *Options {
 type faultRun struct {
 	acked   int64 // offsets below were acknowledged: they survive a reopen
 	durable int64 // offsets below were acknowledged durable: they survive a power loss
-	failed  error // the first failed append
-	ops     []string
+	failed  error // the first failed append since the log last recovered
+	// recovered counts the appends that succeeded after a failure (the
+	// log recovered from it).
+	recovered int
+	ops       []string
 }
 
 // runFaultWorkload appends 40 times (1–4 records each, every third with
 // Fsync), syncs and runs retention now and then, and checks as it goes
-// that a failed append fails every later one with a sticky error.
+// that a failed append leaves the log refusing appends with a sticky
+// error until it recovers: after a failure it asks the log to Retry now
+// and then (a fault that is gone, and a write rather than an fsync that
+// failed, lets it recover), and goes on appending at the head once it
+// does.
 func runFaultWorkload(t *testing.T, l *Log) faultRun {
 	t.Helper()
 	var run faultRun
@@ -67,27 +74,32 @@ func runFaultWorkload(t *testing.T, l *Log) faultRun {
 		if step%3 == 0 {
 			d = Fsync
 		}
+		if run.failed != nil {
+			next = l.Head() // a failed call may have written some of its batches
+		}
 		off, err := l.Append(recs(int(next), k), d)
 		switch {
-		case run.failed != nil:
-			if err == nil {
-				t.Fatalf("step %d: append succeeded (offset %d) after an earlier one failed with %v", step, off, run.failed)
-			}
-			if l.Err() == nil {
-				t.Fatalf("step %d: append failed with %v but Err() is nil", step, err)
-			}
-			continue
+		case err != nil && !errors.Is(err, vfs.ErrInjected) && (run.failed == nil || !errors.Is(err, ErrUnwritable)):
+			t.Fatalf("step %d: append failed with %v, which does not wrap the injected fault", step, err)
 		case err != nil:
-			if !errors.Is(err, vfs.ErrInjected) {
-				t.Fatalf("step %d: append failed with %v, which does not wrap the injected fault", step, err)
-			}
 			if l.Err() == nil {
 				t.Fatalf("step %d: append failed with %v but Err() is nil", step, err)
 			}
-			run.failed = err
+			if run.failed == nil {
+				run.failed = err
+			}
+			if step%2 == 1 {
+				l.Retry() // may fail: the fault may still be there, or be an fsync's
+			}
 			continue
+		case run.failed != nil && l.Health().Failures == 0:
+			t.Fatalf("step %d: append succeeded after one failed with %v, but Health says no failure", step, run.failed)
 		case off != next:
 			t.Fatalf("step %d: append returned offset %d, want %d", step, off, next)
+		}
+		if run.failed != nil {
+			run.recovered++
+			run.failed = nil
 		}
 		next += int64(k)
 		run.acked = next
@@ -107,12 +119,16 @@ func runFaultWorkload(t *testing.T, l *Log) faultRun {
 			l.Retain() // may fail; it must not lose what it keeps
 		}
 	}
-	if run.failed == nil && l.Err() != nil {
+	if run.failed == nil && l.Err() != nil && l.Health().Failures == 0 {
 		t.Fatalf("no append failed, but Err() = %v", l.Err())
 	}
-	if run.failed != nil {
-		if _, err := l.AppendBatch(mustBatch(t, recs(0, 1)), InOS); err == nil {
-			t.Fatalf("AppendBatch succeeded after an append failed with %v", run.failed)
+	if run.failed != nil && l.Err() != nil {
+		head := l.Head()
+		if _, err := l.AppendBatch(mustBatch(t, recs(int(head), 1)), InOS); err == nil {
+			if l.Health().Failures == 0 {
+				t.Fatalf("AppendBatch succeeded after an append failed with %v", run.failed)
+			}
+			run.acked = head + 1 // the log recovered
 		}
 	}
 	return run
@@ -146,7 +162,7 @@ func TestLog_Faults_EveryOperation(t *testing.T) {
 	t.Logf("seed %d", seed)
 	for _, mode := range faultModes {
 		t.Run(mode.name, func(t *testing.T) {
-			injected := 0
+			injected, recovered := 0, 0
 			for i := 0; ; i++ {
 				if i > maxFaultOps {
 					t.Fatalf("the workload did not finish within %d operations", maxFaultOps)
@@ -169,6 +185,7 @@ func TestLog_Faults_EveryOperation(t *testing.T) {
 				if !done {
 					injected++
 				}
+				recovered += run.recovered
 
 				what := fmt.Sprintf("fault at op %d (append error %v, close error %v): reopen", i, run.failed, closeErr)
 				l2 := checkSurvivors(t, what, mem, run.acked)
@@ -183,6 +200,10 @@ func TestLog_Faults_EveryOperation(t *testing.T) {
 					if injected < 100 {
 						t.Fatalf("only %d operations in the workload", injected)
 					}
+					if !mode.sticky && recovered == 0 {
+						t.Fatalf("the log never recovered from a fault that went away")
+					}
+					t.Logf("%d appends succeeded after the log recovered from a fault", recovered)
 					return
 				}
 			}

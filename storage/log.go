@@ -33,6 +33,7 @@ type Log struct {
 	start  atomic.Int64               // log start offset
 	failed atomic.Pointer[error]      // sticky write or sync error
 	closed atomic.Bool
+	fault  writeFault // when and why failed was set, and its retries (recover.go)
 	// interval is set by an append with Interval durability: the next
 	// background tick fsyncs, even when the log's default is not Interval.
 	interval atomic.Bool
@@ -503,12 +504,9 @@ func (l *Log) Err() error {
 	return nil
 }
 
-// fail records a sticky error; the first one wins.
-func (l *Log) fail(err error) error {
-	err = fmt.Errorf("storage: %s: %w (appends refused until reopened)", l.dir, err)
-	l.failed.CompareAndSwap(nil, &err)
-	return *l.failed.Load()
-}
+// fail records a sticky error that only a reopen clears (failWrite, in
+// recover.go, records one a retry recovers from); the first one wins.
+func (l *Log) fail(err error) error { return l.markUnwritable(err, false) }
 
 // writable reports why appends are refused, if they are.
 func (l *Log) writable() error {
@@ -580,6 +578,7 @@ func (l *Log) background() {
 		case <-l.stop:
 			return
 		case <-t.C:
+			l.retryWrites()
 			if l.interval.Swap(false) {
 				l.syncNow()
 			}

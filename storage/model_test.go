@@ -20,8 +20,10 @@ import (
 // power losses and retention against a Log on a MemFS and, step by step,
 // against a model: the records appended (a slice), the log start offset,
 // the segments the spec says the log must hold (a segment rolls when the
-// next batch would take it past SegmentBytes, or when its first record is
-// SegmentAge old), and how far the log is known to be durable. After
+// next batch would take it past SegmentBytes, or when it is SegmentAge
+// old by the log's clock: counted from its first append since the log
+// was opened, or from its first record's timestamp if the segment was
+// found on Open and that timestamp is in the past), and how far the log is known to be durable. After
 // every step the log's head, start offset, size and segment bases must
 // equal the model's.
 //
@@ -68,6 +70,7 @@ type modelBatch struct {
 type modelSegment struct {
 	base    int64
 	batches []modelBatch
+	since   int64 // where its age counts from, by the log's clock; 0 until its first append since Open
 }
 
 func (s *modelSegment) size() int64 {
@@ -131,6 +134,9 @@ func (m *logModel) open(t *rapid.T) {
 		t.Fatalf("open: %v", err)
 	}
 	m.l = l
+	for _, s := range m.segs {
+		s.since = 0
+	}
 }
 
 func (m *logModel) close() {
@@ -231,9 +237,15 @@ func (m *logModel) stored(t *rapid.T, off int64, b []byte, rs []batch.Record, no
 		t.Fatal(err)
 	}
 	a := m.active()
-	if sz := a.size(); sz > 0 && (sz+int64(len(b)) > m.opts.SegmentBytes ||
-		(a.firstMs() >= 0 && now.UnixMilli()-a.firstMs() >= m.opts.SegmentAge.Milliseconds())) {
-		m.segs = append(m.segs, &modelSegment{base: off})
+	nowMs := now.UnixMilli()
+	if a.since == 0 {
+		a.since = nowMs
+		if a.size() > 0 && a.firstMs() >= 0 && a.firstMs() < nowMs {
+			a.since = a.firstMs()
+		}
+	}
+	if sz := a.size(); sz > 0 && (sz+int64(len(b)) > m.opts.SegmentBytes || nowMs-a.since >= m.opts.SegmentAge.Milliseconds()) {
+		m.segs = append(m.segs, &modelSegment{base: off, since: nowMs})
 		m.durable = max(m.durable, off) // the roll fsync'd the old segment
 		a = m.active()
 	}

@@ -91,6 +91,14 @@ type Options struct {
 	// dirty ratio; default 15 s.
 	CleanerInterval time.Duration
 
+	// TimestampBeforeMax and TimestampAfterMax refuse an append with a
+	// timestamp further before or after the clock (Now) than this, with
+	// ErrInvalidTimestamp: Kafka's message.timestamp.before.max.ms (by
+	// default no limit) and message.timestamp.after.max.ms (default 1
+	// hour, as in Kafka 4). NoTimestampLimit allows any.
+	TimestampBeforeMax time.Duration
+	TimestampAfterMax  time.Duration
+
 	Now    func() time.Time // the clock; default time.Now
 	Logger *slog.Logger     // default: discard
 }
@@ -118,6 +126,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SyncInterval < 0 {
 		errs = append(errs, fmt.Errorf("sync interval %v is negative", o.SyncInterval))
+	}
+	if o.TimestampBeforeMax < 0 || o.TimestampAfterMax < 0 {
+		errs = append(errs, errors.New("timestamp limits must not be negative"))
 	}
 	if o.RetentionBytes < 0 || o.RetentionAge < 0 {
 		errs = append(errs, errors.New("retention limits must not be negative"))
@@ -187,6 +198,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = defaultSyncInterval
+	}
+	if c.TimestampBeforeMax == 0 {
+		c.TimestampBeforeMax = NoTimestampLimit
+	}
+	if c.TimestampAfterMax == 0 {
+		c.TimestampAfterMax = defaultTimestampAfterMax
 	}
 	if c.DeleteRetention == 0 {
 		c.DeleteRetention = defaultDeleteRetention

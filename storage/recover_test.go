@@ -2,8 +2,16 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io/fs"
+	"log/slog"
 	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +190,193 @@ func TestRecover_PowerLoss_PagesOutOfOrder(t *testing.T) {
 			t.Fatalf("trial %d: read %d records, head %d", trial, next, l2.Head())
 		}
 		l2.Close()
+	}
+}
+
+// diskFS is a disk whose trouble a test turns on and off: while fault is
+// ENOSPC a write stores half its bytes and fails (a full disk), while it
+// is EROFS every write, truncate and creation fails (a file system
+// remounted read-only), and while it is EMFILE every open fails (no file
+// descriptors left). Reads, fsyncs of what was written and removals work
+// throughout.
+type diskFS struct {
+	vfs.FS
+	fault atomic.Value // syscall.Errno; 0 for none
+}
+
+func newDiskFS() (*diskFS, *vfs.MemFS) {
+	mem := vfs.NewMem()
+	d := &diskFS{FS: mem}
+	d.fault.Store(syscall.Errno(0))
+	return d, mem
+}
+
+func (d *diskFS) now() syscall.Errno { return d.fault.Load().(syscall.Errno) }
+
+func (d *diskFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	switch e := d.now(); {
+	case e == syscall.EMFILE,
+		e == syscall.EROFS && flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC) != 0:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: e}
+	}
+	f, err := d.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &diskFile{File: f, d: d}, nil
+}
+
+func (d *diskFS) Rename(oldname, newname string) error {
+	if d.now() == syscall.EROFS {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: syscall.EROFS}
+	}
+	return d.FS.Rename(oldname, newname)
+}
+
+type diskFile struct {
+	vfs.File
+	d *diskFS
+}
+
+func (f *diskFile) Write(p []byte) (int, error) {
+	switch e := f.d.now(); e {
+	case syscall.ENOSPC:
+		n, _ := f.File.Write(p[:len(p)/2])
+		return n, &fs.PathError{Op: "write", Path: f.Name(), Err: e}
+	case syscall.EROFS:
+		return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: e}
+	}
+	return f.File.Write(p)
+}
+
+func (f *diskFile) Truncate(size int64) error {
+	if e := f.d.now(); e == syscall.EROFS {
+		return &fs.PathError{Op: "truncate", Path: f.Name(), Err: e}
+	}
+	return f.File.Truncate(size)
+}
+
+// logCounter counts log records by level and message.
+type logCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *logCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (c *logCounter) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[r.Level.String()+" "+r.Message]++
+	return nil
+}
+func (c *logCounter) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *logCounter) WithGroup(string) slog.Handler      { return c }
+func (c *logCounter) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+// TestLog_WriteFailure_Recovers fills the disk, makes it read-only, or
+// runs out of file descriptors under a log that appends: the failed
+// append and the ones after it are refused with ErrUnwritable wrapping
+// the cause, Health says why and since when, and once the condition
+// clears appends resume by themselves, without a reopen — at the head, no
+// byte of the failed write left behind, every acknowledged record in
+// place — with one error line for the failure and one for the recovery.
+func TestLog_WriteFailure_Recovers(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EROFS, syscall.EMFILE} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			d, mem := newDiskFS()
+			logs := &logCounter{n: map[string]int{}}
+			o := &Options{FS: d, SegmentBytes: 1 << 10, SyncInterval: 20 * time.Millisecond, Logger: slog.New(logs)}
+			l := mustOpen(t, "/p", o)
+			defer l.Close()
+			appendN(t, l, 0, 20, Fsync)
+
+			d.fault.Store(errno)
+			var failed error
+			for i := 0; failed == nil; i++ { // EMFILE bites at the next roll
+				if i == 1000 {
+					t.Fatalf("no append failed under %v", errno)
+				}
+				_, failed = l.Append(recs(int(l.Head()), 1), InOS)
+			}
+			if !errors.Is(failed, ErrUnwritable) || !errors.Is(failed, errno) {
+				t.Fatalf("append = %v, want ErrUnwritable wrapping %v", failed, errno)
+			}
+			h := l.Health()
+			if h.Writable() || !h.Retrying || h.Failures != 1 || h.Since.IsZero() {
+				t.Fatalf("health %+v, want unwritable since now, retrying, one failure", h)
+			}
+			head := l.Head()
+			if _, err := l.Append(recs(int(head), 1), Fsync); !errors.Is(err, ErrUnwritable) {
+				t.Fatalf("append while the fault lasts = %v, want ErrUnwritable", err)
+			}
+			if err := l.Retry(); err == nil {
+				t.Fatalf("Retry succeeded while the disk still fails with %v", errno)
+			}
+
+			d.fault.Store(syscall.Errno(0))
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, err := l.Append(recs(int(head), 1), Fsync)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("appends still refused 10 s after the fault cleared: %v (health %+v)", err, l.Health())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			appendN(t, l, int(head)+1, 10, InOS)
+			if h := l.Health(); !h.Writable() || h.Failures != 1 {
+				t.Fatalf("health after recovery %+v", h)
+			}
+			checkRecords(t, l, 0)
+			if n := logs.count("ERROR partition unwritable"); n != 1 {
+				t.Errorf("%d error lines for the failure, want 1", n)
+			}
+			if n := logs.count("WARN partition writable again"); n != 1 {
+				t.Errorf("%d lines for the recovery, want 1", n)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if r := mustVerify(t, mem); !r.OK() {
+				t.Fatalf("verify after recovery: %v", r.Problems)
+			}
+			l = mustOpen(t, "/p", &Options{FS: mem, SegmentBytes: 1 << 10})
+			checkRecords(t, l, 0)
+		})
+	}
+}
+
+// TestLog_SyncFailure_Fenced fails an fsync: the kernel may have dropped
+// the pages it could not write, so the log does not retry — it stays
+// unwritable, says so in Health, and takes appends again once reopened.
+func TestLog_SyncFailure_Fenced(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: 0, Kinds: vfs.OpSync, Filter: func(op vfs.Op) bool {
+		return armed.Load() && strings.HasSuffix(op.Name, ".log")
+	}})
+	l := mustOpen(t, "/p", &Options{FS: faulty})
+	appendN(t, l, 0, 5, InOS)
+	armed.Store(true)
+	if _, err := l.Append(recs(5, 1), Fsync); !errors.Is(err, ErrUnwritable) || !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("append with a failing fsync = %v", err)
+	}
+	if h := l.Health(); h.Writable() || h.Retrying {
+		t.Fatalf("health %+v, want unwritable and not retrying", h)
+	}
+	if err := l.Retry(); !errors.Is(err, ErrUnwritable) {
+		t.Fatalf("Retry = %v, want ErrUnwritable (no retry after a failed fsync)", err)
+	}
+	l.Close()
+	l = mustOpen(t, "/p", &Options{FS: mem})
+	defer l.Close()
+	if _, err := l.Append(recs(int(l.Head()), 1), Fsync); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -177,6 +177,7 @@ type stateCollector struct {
 	// The cleaner of compacted topics.
 	cleanedTo, dirtyRatio, cleanRuns, cleanBytes, cleanRemoved *prometheus.Desc
 	cleanRecords, cleanSeconds, cleanKeys                      *prometheus.Desc
+	refused                                                    *prometheus.Desc
 }
 
 func newStateCollector(s *Server) *stateCollector {
@@ -223,6 +224,9 @@ func newStateCollector(s *Server) *stateCollector {
 			"Compacted topics: records (superseded values and expired tombstones) the cleaner removed.", part, nil),
 		cleanSeconds: prometheus.NewDesc("passbook_compaction_seconds_total",
 			"Compacted topics: time the cleaner spent compacting.", part, nil),
+		refused: prometheus.NewDesc("passbook_topic_refused_appends_total",
+			"Appends refused for what they held, per topic, by reason: invalid_record (CORRUPT_MESSAGE or INVALID_RECORD: bad CRC or framing, counts the bytes cannot hold), too_large (MESSAGE_TOO_LARGE: over max.message.bytes, headers included), invalid_timestamp (INVALID_TIMESTAMP: outside message.timestamp.before.max.ms / after.max.ms).",
+			[]string{"topic", "reason"}, nil),
 		cleanKeys: prometheus.NewDesc("passbook_compaction_keys",
 			"Compacted topics: distinct keys the last compaction saw.", part, nil),
 	}
@@ -231,7 +235,7 @@ func newStateCollector(s *Server) *stateCollector {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.appended, c.head, c.start, c.bytes, c.segments,
 		c.recovery, c.recoveryTotal, c.torn, c.committed, c.lag, c.missed, c.up,
-		c.cleanedTo, c.dirtyRatio, c.cleanRuns, c.cleanBytes, c.cleanRemoved, c.cleanRecords, c.cleanSeconds, c.cleanKeys} {
+		c.cleanedTo, c.dirtyRatio, c.cleanRuns, c.cleanBytes, c.cleanRemoved, c.cleanRecords, c.cleanSeconds, c.cleanKeys, c.refused} {
 		ch <- d
 	}
 }
@@ -261,6 +265,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range c.s.db.Topics() {
 		name := t.Name()
 		var sum int64
+		var refused storage.Refused
 		ext := make([]extent, t.Partitions())
 		for p := range t.Partitions() {
 			l, err := t.Partition(int32(p))
@@ -268,6 +273,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				continue
 			}
 			ps := strconv.Itoa(p)
+			r := l.Refused()
+			refused.InvalidRecord += r.InvalidRecord
+			refused.TooLarge += r.TooLarge
+			refused.InvalidTimestamp += r.InvalidTimestamp
 			ext[p] = extent{l.StartOffset(), l.Head()}
 			sum += ext[p].head
 			rec := l.Recovery()
@@ -284,6 +293,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		extents[name] = ext
 		ch <- prometheus.MustNewConstMetric(c.appended, prometheus.CounterValue, float64(sum), name)
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused.InvalidRecord), name, "invalid_record")
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused.TooLarge), name, "too_large")
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(refused.InvalidTimestamp), name, "invalid_timestamp")
 	}
 	ch <- prometheus.MustNewConstMetric(c.recoveryTotal, prometheus.GaugeValue, recovery.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.torn, prometheus.GaugeValue, float64(torn))

@@ -59,6 +59,9 @@ leaves the data directory as it was.`,
 			if err := checkTopicFlags(cmd, cfg); err != nil {
 				return err
 			}
+			if cfg.TimestampAfterMax < 0 {
+				cfg.TimestampAfterMax = passbook.NoTimestampLimit
+			}
 			o := &passbook.Options{}
 			if cmd.Flags().Changed("internal-segment-bytes") {
 				if cmd.Flags().Changed("segment-bytes") || internal < 1 {
@@ -94,6 +97,8 @@ leaves the data directory as it was.`,
 	f.StringVar(&durability, "durability", "", "what an acknowledged append survives: os (process crash), fsync (power loss) or interval")
 	f.StringVar(&cfg.CleanupPolicy, "cleanup-policy", "", "delete (default), compact or compact,delete")
 	f.DurationVar(&cfg.DeleteRetention, "delete-retention", 0, "on a compacted topic, keep tombstones this long after compaction first sees them (default 24h)")
+	f.DurationVar(&cfg.TimestampBeforeMax, "message-timestamp-before-max", 0, "refuse records stamped more than this before the server's clock (default: no limit; Kafka's message.timestamp.before.max.ms)")
+	f.DurationVar(&cfg.TimestampAfterMax, "message-timestamp-after-max", 0, "refuse records stamped more than this after the server's clock; -1s: no limit (default 1h; Kafka's message.timestamp.after.max.ms)")
 	return cmd
 }
 
@@ -118,6 +123,10 @@ func checkTopicFlags(cmd *cobra.Command, cfg passbook.TopicConfig) error {
 		return usagef("--max-message-bytes %d: want 1 to %s", cfg.MaxRecordBytes, thousands.Int(passbook.MaxMaxRecordBytes))
 	case set("delete-retention") && cfg.DeleteRetention <= 0:
 		return usagef("--delete-retention %v: want a positive duration", cfg.DeleteRetention)
+	case set("message-timestamp-before-max") && cfg.TimestampBeforeMax < time.Millisecond:
+		return usagef("--message-timestamp-before-max %v: want 1ms or more", cfg.TimestampBeforeMax)
+	case set("message-timestamp-after-max") && cfg.TimestampAfterMax >= 0 && cfg.TimestampAfterMax < time.Millisecond:
+		return usagef("--message-timestamp-after-max %v: want 1ms or more, or a negative duration for no limit", cfg.TimestampAfterMax)
 	}
 	compacted := cfg.Compacted()
 	if set("delete-retention") && !compacted {
