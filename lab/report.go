@@ -180,11 +180,11 @@ func wrapAt(s string, width int) string {
 func (r *Result) Summary() string {
 	var crash string
 	if r.Commit == consumer.CommitBefore {
-		crash = fmt.Sprintf("The first consumer committed before its work, crashed in the gap, and came back %s record(s) short with %s repeated: at-most-once, the price of putting the bookmark first.",
-			thousands.Int(r.Missed), thousands.Int(r.Duplicated))
+		crash = fmt.Sprintf("The first consumer committed before its work, crashed in the gap, and came back %s short with %s repeated: at-most-once, the price of putting the bookmark first.",
+			records(r.Missed), thousands.Int(r.Duplicated))
 	} else {
-		crash = fmt.Sprintf("The first consumer committed after its work, crashed in the gap, and came back to repeat %s record(s) and lose %s: at-least-once, the price of putting the work first.",
-			thousands.Int(r.Duplicated), thousands.Int(r.Missed))
+		crash = fmt.Sprintf("The first consumer committed after its work, crashed in the gap, and came back to repeat %s and lose %s: at-least-once, the price of putting the work first.",
+			records(r.Duplicated), thousands.Int(r.Missed))
 	}
 	return wrap(fmt.Sprintf("%s records went into one append-only log at offsets 0 to %s. %s Then a brand-new consumer replayed all %s records from offset 0 on its own bookmark while the first one stayed at %s. The log keeps the records; each reader keeps its place. Kafka is built on that split.",
 		thousands.Int(r.Appended), thousands.Int(r.LastOffset), crash, thousands.Int(r.BReplayed), thousands.Int(r.AOffsetAfter)))
@@ -208,12 +208,31 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	r.WriteText(w)
 	fmt.Fprintf(w, "```\n\n## The two lines\n\n")
 	if r.Commit == consumer.CommitBefore {
-		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark before doing the work: it committed %s and died before processing offset %s, so the restart began at %s and skipped it.\n",
-			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt+1), thousands.Int(r.CrashedAt), thousands.Int(r.ResumedFrom))
+		fmt.Fprintf(w, "1. After the crash %s lost and %s twice, because the consumer saved its bookmark before doing the work: it committed %s and died before processing offset %s, so the restart began at %s and skipped it.\n",
+			wasWere(r.Missed), ranTwice(r.Duplicated), thousands.Int(r.CrashedAt+1), thousands.Int(r.CrashedAt), thousands.Int(r.ResumedFrom))
 	} else {
-		fmt.Fprintf(w, "1. After the crash %s record(s) were lost and %s ran twice, because the consumer saved its bookmark only after doing the work: it processed offset %s and died before committing %s, so the restart began at %s and did it again.\n",
-			thousands.Int(r.Missed), thousands.Int(r.Duplicated), thousands.Int(r.CrashedAt), thousands.Int(r.CrashedAt+1), thousands.Int(r.CommittedAtCrash))
+		fmt.Fprintf(w, "1. After the crash %s lost and %s twice, because the consumer saved its bookmark only after doing the work: it processed offset %s and died before committing %s, so the restart began at %s and did it again.\n",
+			wasWere(r.Missed), ranTwice(r.Duplicated), thousands.Int(r.CrashedAt), thousands.Int(r.CrashedAt+1), thousands.Int(r.CommittedAtCrash))
 	}
 	fmt.Fprintf(w, "2. A brand-new consumer could replay all %s records because the log keeps records after they are read and each reader owns its offset; a queue removes a message once it is delivered, so a late reader would have had nothing to replay.\n",
 		thousands.Int(r.BReplayed))
 }
+
+// records is "1 record" or "N records", with thousands separators.
+func records(n int) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return thousands.Int(n) + " records"
+}
+
+// wasWere is "1 record was" or "N records were".
+func wasWere(n int) string {
+	if n == 1 {
+		return "1 record was"
+	}
+	return records(n) + " were"
+}
+
+// ranTwice is "1 ran" or "N ran", ending "… ran twice" in the sentence.
+func ranTwice(n int) string { return thousands.Int(n) + " ran" }

@@ -140,7 +140,7 @@ func newOffsetsDeleteCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "deleted %d committed offset(s) of %s\n", n, name)
+			fmt.Fprintf(e.stdout, "deleted %s of %s\n", pluralInt(int64(n), "committed offset"), name)
 			return nil
 		},
 	}

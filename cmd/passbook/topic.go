@@ -81,7 +81,7 @@ leaves the data directory as it was.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "created topic %s with %d partition(s)\n", t.Name(), t.Partitions())
+			fmt.Fprintf(e.stdout, "created topic %s with %s\n", t.Name(), plural(t.Partitions(), "partition"))
 			return nil
 		},
 	}

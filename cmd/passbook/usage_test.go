@@ -42,7 +42,7 @@ func TestReadOnlyCommands_ExistingDirectory(t *testing.T) {
 		stdin, args string
 		want        string // in stdout
 	}{
-		{"", "topic create orders --partitions 2 --max-message-bytes 65536", "created topic orders with 2 partition(s)"},
+		{"", "topic create orders --partitions 2 --max-message-bytes 65536", "created topic orders with 2 partitions"},
 		{"a\nb\nc\n", "produce orders", ""},
 		{"", "consume orders --consumer billing --max 1", ""},
 		{"", "topic list --json", `"start_offset": 0`},
