@@ -69,13 +69,14 @@ type connLimiter struct {
 	s    *Server
 	max  int
 	open atomic.Int64
-	// refusers bounds the goroutines that answer refused connections;
-	// past it a refused connection is closed without an answer.
+	// refusers bounds the goroutines that answer refused connections
+	// (each for under a second); past it a refused connection is closed
+	// without an answer.
 	refusers chan struct{}
 }
 
 func (s *Server) limitListener(ln net.Listener) *connLimiter {
-	return &connLimiter{Listener: ln, s: s, max: s.o.MaxConnections, refusers: make(chan struct{}, 16)}
+	return &connLimiter{Listener: ln, s: s, max: s.o.MaxConnections, refusers: make(chan struct{}, 64)}
 }
 
 func (l *connLimiter) Accept() (net.Conn, error) {
@@ -96,9 +97,10 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	}
 }
 
-// refuse answers c 503 and closes it, reading what the client sent
-// meanwhile (closing with unread bytes would reset the connection and
-// lose the answer), for a second at most.
+// refuse answers c 503 and closes it. It first reads what the client
+// sent (its request, for half a second at most) and after answering what
+// else arrives (for a fifth of a second): closing with unread bytes would
+// reset the connection and lose the answer.
 func (l *connLimiter) refuse(c net.Conn) {
 	select {
 	case l.refusers <- struct{}{}:
@@ -109,7 +111,9 @@ func (l *connLimiter) refuse(c net.Conn) {
 	go func() {
 		defer func() { <-l.refusers }()
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(time.Second))
+		buf := make([]byte, 4<<10)
+		c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+		c.Read(buf)
 		body := `{"error":{"code":"` + CodeTooManyConnections + `","message":"the server has ` + thousandsfmt.Int(l.max) +
 			` connections open, its limit (--http-max-connections); try again later","details":{"limit":` + strconv.Itoa(l.max) + `}}}` + "\n"
 		io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"+
@@ -117,7 +121,12 @@ func (l *connLimiter) refuse(c net.Conn) {
 		if tc, ok := c.(interface{ CloseWrite() error }); ok {
 			tc.CloseWrite()
 		}
-		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+		c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+		}
 	}()
 }
 
