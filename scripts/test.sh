@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
-# Runs every check and test of the project: formatting, vet, the Go tests
-# with the race detector, and the real-client scripts under tests/clients.
-# This is the README's test command; .ci/run calls it after installing
-# what it needs.
+# Runs the project's checks and tests, in three tiers:
+#
+#   scripts/test.sh          the default, and what CI runs (.ci/run calls it):
+#                            gofmt, go vet, go test -race ./... (TestTorture's
+#                            90 s of faults included), the benchmark harness's
+#                            quick run, and the real-client scripts under
+#                            tests/clients. The README's test command.
+#   scripts/test.sh quick    while you work (a minute or two): gofmt, go vet
+#                            and go test -race -short ./..., which skips the
+#                            long tests (torture, kill -9 rounds, many
+#                            partitions) and the client scripts.
+#   scripts/test.sh long     before a release (about an hour): the default
+#                            tier, then every fuzz target for FUZZTIME (1m),
+#                            the long torture run (scripts/torture.sh,
+#                            TORTURE_DURATION 20m) and the soak
+#                            (scripts/soak.sh, SOAK_DURATION 10m).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier=${1:-default}
+case "$tier" in
+quick | default | long) ;;
+*)
+  echo "usage: scripts/test.sh [quick|default|long]" >&2
+  exit 2
+  ;;
+esac
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -14,6 +34,13 @@ fi
 
 echo "== go vet"
 go vet ./...
+go vet -C bench ./...
+
+if [ "$tier" = quick ]; then
+  echo "== go test -race -short"
+  go test -race -short -timeout 10m ./...
+  exit 0
+fi
 
 echo "== go test -race"
 go test -race -timeout 20m ./...
@@ -22,7 +49,6 @@ go test -race -timeout 20m ./...
 # of passbook's go.mod); its quick run (N = 10,000, one trial, the peers
 # installed here) keeps it from rotting.
 echo "== go test -race (bench/)"
-go vet -C bench ./...
 go test -C bench -race -timeout 10m ./...
 
 for script in tests/clients/*.sh tests/clients/*/run.sh; do
@@ -30,3 +56,17 @@ for script in tests/clients/*.sh tests/clients/*/run.sh; do
   echo "== $script"
   bash "$script"
 done
+
+if [ "$tier" = long ]; then
+  fuzztime=${FUZZTIME:-1m}
+  for pkg in $(go list ./...); do
+    for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+      echo "== fuzz $pkg $target ($fuzztime)"
+      go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
+    done
+  done
+  echo "== scripts/torture.sh -duration ${TORTURE_DURATION:-20m}"
+  scripts/torture.sh -duration "${TORTURE_DURATION:-20m}"
+  echo "== scripts/soak.sh -duration ${SOAK_DURATION:-10m}"
+  scripts/soak.sh -duration "${SOAK_DURATION:-10m}"
+fi

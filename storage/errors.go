@@ -40,6 +40,10 @@ var (
 	// ErrNotCompacted reports Compact called on a log without
 	// Options.Compact.
 	ErrNotCompacted = errors.New("storage: log is not compacted")
+	// ErrInvalidTimestamp reports an append with a timestamp further
+	// before or after the log's clock than Options.TimestampBeforeMax or
+	// TimestampAfterMax allow. Kafka answers INVALID_TIMESTAMP.
+	ErrInvalidTimestamp = errors.New("storage: invalid timestamp")
 )
 
 // CorruptError describes corruption found at a position in a file.

@@ -38,10 +38,12 @@ type Log struct {
 	// background tick fsyncs, even when the log's default is not Interval.
 	interval atomic.Bool
 
-	buf    []byte        // encoding buffer, under mu
-	dec    batch.Decoder // validates AppendBatch input, under mu
-	notify notifier
-	sync   syncer
+	buf     []byte        // encoding buffer, under mu
+	dec     batch.Decoder // validates AppendBatch input, under mu
+	roll    rollClock     // the active segment's age, by the broker's clock; under mu
+	refused refusedCounters
+	notify  notifier
+	sync    syncer
 
 	recovery Recovery
 	stop     chan struct{}
