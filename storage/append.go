@@ -24,7 +24,7 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 	}
 	for i := range recs {
 		if n := recordBytes(&recs[i]); n > l.o.MaxRecordBytes {
-			return 0, fmt.Errorf("%w: record %d has %d bytes, limit %d", ErrRecordTooLarge, i, n, l.o.MaxRecordBytes)
+			return 0, l.refuse(fmt.Errorf("%w: record %d has %d bytes, limit %d", ErrRecordTooLarge, i, n, l.o.MaxRecordBytes))
 		}
 		if l.o.Compact && recs[i].Key == nil {
 			return 0, fmt.Errorf("%w: record %d", ErrNoKey, i)
@@ -37,6 +37,10 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 	}
 	first := l.head.Load()
 	now := l.o.Now()
+	if err := l.checkRecordTimestamps(recs, now); err != nil {
+		l.mu.Unlock()
+		return 0, l.refuse(err)
+	}
 	for len(recs) > 0 {
 		// Split so that no batch passes MaxBatchBytes; each record's
 		// overhead is at most ~40 bytes of varints besides its data.
@@ -72,11 +76,12 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 // sends it), assigns it the next offsets by patching its base offset, and
 // appends it as received: a compressed batch stays compressed. It returns
 // the batch's first offset. Invalid input fails with ErrInvalidBatch,
-// ErrRecordTooLarge or ErrBatchTooLarge and writes nothing. b is modified
-// (its base offset) but not retained.
+// ErrRecordTooLarge, ErrBatchTooLarge or ErrInvalidTimestamp and writes
+// nothing. b is modified (its base offset, and its partition leader
+// epoch, set to LeaderEpoch) but not retained.
 func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 	if len(b) > l.o.MaxBatchBytes {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.o.MaxBatchBytes)
+		return 0, l.refuse(fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.o.MaxBatchBytes))
 	}
 	l.mu.Lock()
 	if err := l.writableLocked(); err != nil {
@@ -91,17 +96,24 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 	if err != nil {
 		l.mu.Unlock()
 		if errors.Is(err, batch.ErrTooLarge) {
-			return 0, fmt.Errorf("%w: %w", ErrRecordTooLarge, err)
+			return 0, l.refuse(fmt.Errorf("%w: %w", ErrRecordTooLarge, err))
 		}
 		if errors.Is(err, batch.ErrNoKey) {
 			return 0, fmt.Errorf("%w: %w", ErrNoKey, err)
 		}
-		return 0, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		return 0, l.refuse(fmt.Errorf("%w: %w", ErrInvalidBatch, err))
+	}
+	oldest, newest := l.dec.Timestamps()
+	now := l.o.Now()
+	if err := l.checkTimestamps(oldest, newest, now); err != nil {
+		l.mu.Unlock()
+		return 0, l.refuse(err)
 	}
 	first := l.head.Load()
 	batch.SetBaseOffset(b, first)
-	h.BaseOffset = first
-	if err := l.writeLocked(b, h, l.o.Now()); err != nil {
+	batch.SetLeaderEpoch(b, LeaderEpoch)
+	h.BaseOffset, h.PartitionLeaderEpoch = first, LeaderEpoch
+	if err := l.writeLocked(b, h, now); err != nil {
 		l.mu.Unlock()
 		return 0, err
 	}
@@ -125,12 +137,13 @@ func recordBytes(r *batch.Record) int { return batch.RecordSize(r) }
 // to readers. Any failure is sticky.
 func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	s := l.active()
-	if s.size.Load() > 0 && (s.size.Load()+int64(len(b)) > l.o.SegmentBytes ||
-		(s.firstMs >= 0 && now.UnixMilli()-s.firstMs >= l.o.SegmentAge.Milliseconds())) {
+	aged := l.ageRollDueLocked(s, now.UnixMilli())
+	if s.size.Load() > 0 && (s.size.Load()+int64(len(b)) > l.o.SegmentBytes || aged) {
 		var err error
 		if s, err = l.rollLocked(); err != nil {
 			return l.failWrite(fmt.Errorf("roll segment: %w", err))
 		}
+		l.roll = rollClock{seg: s, ms: now.UnixMilli()}
 	}
 	pos := s.size.Load()
 	if _, err := s.log.Write(b); err != nil {
