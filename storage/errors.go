@@ -44,10 +44,6 @@ var (
 	// before or after the log's clock than Options.TimestampBeforeMax or
 	// TimestampAfterMax allow. Kafka answers INVALID_TIMESTAMP.
 	ErrInvalidTimestamp = errors.New("storage: invalid timestamp")
-	// ErrInvalidTimestamp reports an append with a timestamp further
-	// before or after the log's clock than Options.TimestampBeforeMax or
-	// TimestampAfterMax allow. Kafka answers INVALID_TIMESTAMP.
-	ErrInvalidTimestamp = errors.New("storage: invalid timestamp")
 )
 
 // CorruptError describes corruption found at a position in a file.
