@@ -184,14 +184,50 @@ func (db *DB) load() (*DB, error) {
 			}
 			continue
 		}
-		t, err := db.openTopic(name, nil)
+		t, err := db.openTopic(name, nil, TopicID{})
 		if err != nil {
 			db.Close()
 			return nil, err
 		}
 		db.topics[name] = t
 	}
+	if !o.NoCreate {
+		if err := db.bindTopics(); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	return db, nil
+}
+
+// bindTopics purges the committed offsets of topics that no longer exist
+// or were created again since (a deletion cut short by a crash or a power
+// loss), and binds every topic's offsets to its ID.
+func (db *DB) bindTopics() error {
+	ids := make(map[string]TopicID, len(db.topics))
+	for name, t := range db.topics {
+		ids[name] = t.id
+	}
+	purged, err := db.offsets.BindTopics(context.Background(), ids, true)
+	if err != nil {
+		return fmt.Errorf("passbook: open offset store: %w", err)
+	}
+	db.logPurged(purged, "a deleted topic")
+	return nil
+}
+
+// logPurged warns once per consumer and topic of committed offsets
+// deleted because their topic is gone: those consumers start over.
+func (db *DB) logPurged(purged []offsets.Entry, whose string) {
+	for i := 0; i < len(purged); {
+		j := i
+		for j < len(purged) && purged[j].Consumer == purged[i].Consumer && purged[j].Topic == purged[i].Topic {
+			j++
+		}
+		db.o.Logger.Warn("deleted committed offsets of "+whose+": the consumer starts this topic over",
+			"consumer", purged[i].Consumer, "topic", purged[i].Topic, "partitions", j-i)
+		i = j
+	}
 }
 
 // Dir is the data directory.
@@ -202,10 +238,12 @@ func (db *DB) Offsets() *offsets.SQLite { return db.offsets }
 
 func (db *DB) topicDir(name string) string { return filepath.Join(db.dir, "topics", name) }
 
-// openTopic opens an existing topic, or creates one when cfg is non-nil.
-func (db *DB) openTopic(name string, cfg *TopicConfig) (*Topic, error) {
+// openTopic opens an existing topic, or creates one with ID id when cfg
+// is non-nil.
+func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, error) {
 	dir := db.topicDir(name)
 	var c TopicConfig
+	newID := false // an existing topic without an ID gets one
 	if cfg != nil {
 		c = *cfg
 		if err := db.fs.MkdirAll(dir, 0o755); err != nil {
@@ -227,8 +265,13 @@ func (db *DB) openTopic(name string, cfg *TopicConfig) (*Topic, error) {
 		if err := c.validate(); err != nil {
 			return nil, fmt.Errorf("passbook: open topic %s: %w", name, err)
 		}
+		if tf.ID == "" {
+			id, newID = offsets.NewTopicID(), !db.o.NoCreate
+		} else if id, err = offsets.ParseTopicID(tf.ID); err != nil {
+			return nil, fmt.Errorf("passbook: open topic %s: topic.json: %w", name, err)
+		}
 	}
-	t := &Topic{name: name, cfg: c}
+	t := &Topic{name: name, cfg: c, id: id}
 	if cfg == nil && db.o.NoCreate {
 		for p := range c.Partitions {
 			if _, err := db.fs.Stat(filepath.Join(dir, fmt.Sprint(p))); err != nil {
@@ -253,9 +296,16 @@ func (db *DB) openTopic(name string, cfg *TopicConfig) (*Topic, error) {
 	if cfg != nil {
 		// topic.json last: a topic directory without it is a creation
 		// that did not finish, and Open removes it.
-		if err := writeFileSynced(db.fs, dir, "topic.json", encodeTopic(c)); err != nil {
+		if err := writeFileSynced(db.fs, dir, "topic.json", encodeTopic(c, id)); err != nil {
 			t.close()
 			return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
+		}
+	} else if newID {
+		// A topic from before topic IDs: its ID is made once, here. A
+		// crash before the rename leaves topic.json as it was.
+		if err := writeFileSynced(db.fs, dir, "topic.json", encodeTopic(c, id)); err != nil {
+			t.close()
+			return nil, fmt.Errorf("passbook: open topic %s: give it a topic ID: %w", name, err)
 		}
 	}
 	return t, nil
@@ -295,7 +345,15 @@ func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if _, err := db.fs.Stat(db.topicDir(name)); err == nil {
 		return nil, fmt.Errorf("%w: %s (its directory exists)", ErrTopicExists, name)
 	}
-	t, err := db.openTopic(name, &cfg)
+	// Bind the new ID in the offset store first: committed offsets left
+	// by an older topic of this name (its deletion cut short) go now.
+	id := offsets.NewTopicID()
+	purged, err := db.offsets.BindTopic(context.Background(), name, id)
+	if err != nil {
+		return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
+	}
+	db.logPurged(purged, "an earlier topic of the same name")
+	t, err := db.openTopic(name, &cfg, id)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +457,7 @@ func (db *DB) DeleteTopic(ctx context.Context, name string) error {
 	if err := removeAll(db.fs, trash); err != nil {
 		db.o.Logger.Warn("removing deleted topic files", "dir", trash, "err", err)
 	}
-	if _, err := db.offsets.Delete(ctx, offsets.Filter{Topic: name}); err != nil {
+	if _, err := db.offsets.UnbindTopic(ctx, name); err != nil {
 		return fmt.Errorf("passbook: delete offsets of topic %s: %w", name, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 )
 
@@ -220,10 +221,13 @@ func (c *TopicConfig) validateNew(minSegment int64) error {
 type topicFile struct {
 	Format int         `json:"format"`
 	Config TopicConfig `json:"config"`
+	// ID is the topic ID (Kafka's base64 form), made at creation; topics
+	// created before IDs existed get theirs when the directory is opened.
+	ID string `json:"topic_id,omitempty"`
 }
 
-func encodeTopic(c TopicConfig) []byte {
-	b, _ := json.MarshalIndent(topicFile{Format: 1, Config: c}, "", "  ")
+func encodeTopic(c TopicConfig, id TopicID) []byte {
+	b, _ := json.MarshalIndent(topicFile{Format: 1, Config: c, ID: id.String()}, "", "  ")
 	return append(b, '\n')
 }
 
@@ -270,6 +274,7 @@ func ValidNewTopicName(name string) error {
 // Topic is a named log split into partitions.
 type Topic struct {
 	name  string
+	id    TopicID
 	cfg   TopicConfig
 	parts []*storage.Log
 	next  atomic.Uint32 // round robin for records without a key
@@ -277,6 +282,15 @@ type Topic struct {
 
 // Name is the topic's name.
 func (t *Topic) Name() string { return t.name }
+
+// TopicID is a topic's identity, Kafka's topic ID: 16 random bytes made
+// when the topic is created. A topic deleted and created again under the
+// same name has a new one, and the committed offsets of the old one never
+// attach to it. Its String is Kafka's (URL-safe base64).
+type TopicID = offsets.TopicID
+
+// ID is the topic's ID.
+func (t *Topic) ID() TopicID { return t.id }
 
 // Config is the topic's configuration.
 func (t *Topic) Config() TopicConfig { return t.cfg }

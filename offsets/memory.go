@@ -94,11 +94,16 @@ func (m *memory) List(ctx context.Context, f Filter) ([]Entry, error) {
 			list = append(list, e)
 		}
 	}
+	sortEntries(list)
+	return list, nil
+}
+
+// sortEntries sorts by consumer, topic and partition.
+func sortEntries(list []Entry) {
 	slices.SortFunc(list, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Consumer, b.Consumer), cmp.Compare(a.Topic, b.Topic),
 			cmp.Compare(a.Partition, b.Partition))
 	})
-	return list, nil
 }
 
 func (m *memory) Delete(ctx context.Context, f Filter) (int, error) {

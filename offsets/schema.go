@@ -37,10 +37,17 @@ var migrations = []string{
 	// 3: a checksum of each committed offset's row (entryCRC); rows from
 	// before it are filled in by Open (fillCRCs).
 	`ALTER TABLE passbook_offsets ADD COLUMN crc INTEGER;`,
+	// 4: the topic ID each topic name's committed offsets belong to
+	// (topics.go); offsets from before it belong to the topic of their
+	// name.
+	`CREATE TABLE passbook_topics (
+		topic    TEXT NOT NULL PRIMARY KEY,
+		topic_id BLOB NOT NULL CHECK (length(topic_id) = 16)
+	) WITHOUT ROWID;`,
 }
 
 // SchemaVersion is the schema version this build writes: len(migrations).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrate brings the database named name to len(list) in one
 // transaction, or refuses one from a newer version with ErrSchemaVersion.

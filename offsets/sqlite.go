@@ -561,35 +561,45 @@ func (f Filter) bind(st *sqlite3.Stmt) error {
 // partition.
 func (s *SQLite) List(ctx context.Context, f Filter) ([]Entry, error) {
 	var list []Entry
-	err := s.do(ctx, func(c *sqlite3.Conn) error {
-		st, _, err := c.Prepare(`SELECT consumer, topic, partition, next_offset, metadata, updated_ms, crc
-			FROM passbook_offsets` + f.where() + ` ORDER BY consumer, topic, partition`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := f.bind(st); err != nil {
-			return err
-		}
-		for st.Step() {
-			e := Entry{
-				Key:      Key{Consumer: st.ColumnText(0), Topic: st.ColumnText(1), Partition: int32(st.ColumnInt64(2))},
-				Offset:   st.ColumnInt64(3),
-				Metadata: st.ColumnText(4),
-			}
-			ms := st.ColumnInt64(5)
-			if err := checkCRC(e.Key, e.Offset, e.Metadata, ms, st, 6); err != nil {
-				return err
-			}
-			e.UpdatedAt = timeMs(ms)
-			list = append(list, e)
-		}
-		return st.Err()
+	err := s.do(ctx, func(c *sqlite3.Conn) (err error) {
+		list, err = listLocked(c, f, true)
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "list %+v", f)
 	}
 	return list, nil
+}
+
+// listLocked lists the entries matching f on c; with check, an entry
+// failing its checksum is an error (ErrCorrupt), else it is listed as read.
+func listLocked(c *sqlite3.Conn, f Filter, check bool) ([]Entry, error) {
+	var list []Entry
+	st, _, err := c.Prepare(`SELECT consumer, topic, partition, next_offset, metadata, updated_ms, crc
+		FROM passbook_offsets` + f.where() + ` ORDER BY consumer, topic, partition`)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if err := f.bind(st); err != nil {
+		return nil, err
+	}
+	for st.Step() {
+		e := Entry{
+			Key:      Key{Consumer: st.ColumnText(0), Topic: st.ColumnText(1), Partition: int32(st.ColumnInt64(2))},
+			Offset:   st.ColumnInt64(3),
+			Metadata: st.ColumnText(4),
+		}
+		ms := st.ColumnInt64(5)
+		if check {
+			if err := checkCRC(e.Key, e.Offset, e.Metadata, ms, st, 6); err != nil {
+				return nil, err
+			}
+		}
+		e.UpdatedAt = timeMs(ms)
+		list = append(list, e)
+	}
+	return list, st.Err()
 }
 
 // Delete removes the entries matching f, which must name a consumer or a
