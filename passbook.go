@@ -51,6 +51,15 @@ type Options struct {
 	// that want many segments set it negative (no floor), as Kafka's own
 	// tests use internal.segment.bytes.
 	MinSegmentBytes int64
+	// MaxOpenSegmentFiles bounds the file descriptors that segment files
+	// (each segment's .log, .index and .timeindex) hold, across every
+	// partition of the data directory: past it, the least recently used
+	// files nobody is reading are closed and opened again on their next
+	// use (storage.FileCache). Zero means storage.DefaultMaxOpenFiles
+	// (1,000); negative means no bound (every segment keeps its files
+	// open, as a Kafka broker does). Kafka has no such setting: it needs
+	// a ulimit -n above three descriptors per segment.
+	MaxOpenSegmentFiles int
 }
 
 // MinSegmentBytes is the default floor of a new topic's SegmentBytes: see
@@ -64,10 +73,15 @@ type DB struct {
 	fs      vfs.FS
 	lock    io.Closer
 	offsets *offsets.SQLite
+	files   *storage.FileCache // every partition's segment files
 
 	mu     sync.RWMutex
 	topics map[string]*Topic
 	closed bool
+	// creating holds the names of topics being created outside mu;
+	// building counts those creations, which Close waits for.
+	creating map[string]bool
+	building sync.WaitGroup
 }
 
 // Open opens (creating if needed) the data directory dir. One process at a
@@ -95,7 +109,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := o.Topic.validate(); err != nil {
 		return nil, err
 	}
-	db := &DB{dir: dir, o: o, fs: o.FS, topics: map[string]*Topic{}}
+	switch {
+	case o.MaxOpenSegmentFiles == 0:
+		o.MaxOpenSegmentFiles = storage.DefaultMaxOpenFiles
+	case o.MaxOpenSegmentFiles < 0:
+		o.MaxOpenSegmentFiles = 0
+	}
+	db := &DB{dir: dir, o: o, fs: o.FS, topics: map[string]*Topic{}, creating: map[string]bool{},
+		files: storage.NewFileCache(o.MaxOpenSegmentFiles)}
 	if o.NoCreate {
 		return db.openExisting()
 	}
@@ -286,6 +307,9 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 	for p := range c.Partitions {
 		o := c.storageOptions()
 		o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
+		// The data directory's LOCK covers the partitions: none holds a
+		// lock file (and a descriptor) of its own.
+		o.Files, o.CallerLocked = db.files, true
 		l, err := storage.Open(filepath.Join(dir, fmt.Sprint(p)), &o)
 		if err != nil {
 			t.close()
@@ -339,7 +363,7 @@ func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if db.closed {
 		return nil, ErrClosed
 	}
-	if _, ok := db.topics[name]; ok {
+	if _, ok := db.topics[name]; ok || db.creating[name] {
 		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
 	}
 	if _, err := db.fs.Stat(db.topicDir(name)); err == nil {
@@ -353,7 +377,7 @@ func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
 	}
 	db.logPurged(purged, "an earlier topic of the same name")
-	t, err := db.openTopic(name, &cfg, id)
+	t, err := db.createOutsideLock(name, func() (*Topic, error) { return db.openTopic(name, &cfg, id) })
 	if err != nil {
 		return nil, err
 	}
@@ -471,6 +495,11 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.closed = true
+	// Creations in progress see closed when they finish and close what
+	// they made.
+	db.mu.Unlock()
+	db.building.Wait()
+	db.mu.Lock()
 	var errs []error
 	for _, t := range db.topics {
 		errs = append(errs, t.close())

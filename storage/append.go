@@ -165,7 +165,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	if err := old.seal(); err != nil {
 		return nil, err
 	}
-	s, err := openSegment(l.fs, l.dir, l.head.Load(), true)
+	s, err := l.openSegment(l.head.Load(), true)
 	if err != nil {
 		return nil, err
 	}

@@ -412,6 +412,13 @@ func (l *Log) swap(g *groupCleaner, group []*segment, cs *cleanerState) error {
 	if i < 0 || i+len(group) >= len(cur) || !slices.Equal(cur[i:i+len(group)], group) {
 		return errGroupGone
 	}
+	for _, s := range group {
+		// Readers may still acquire the group after the rename: their
+		// files must be the ones replaced, not reopened by name.
+		if err := s.holdOpen(); err != nil {
+			return fmt.Errorf("hold segment %d open for the swap: %w", s.base, err)
+		}
+	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", l.dir, err)
@@ -431,7 +438,7 @@ func (l *Log) swap(g *groupCleaner, group []*segment, cs *cleanerState) error {
 	if err := completeSwap(l.fs, l.dir, names, g.base, g.end); err != nil {
 		return l.fail(fmt.Errorf("compaction: swap segment %d: %w", g.base, err))
 	}
-	s, err := openSegment(l.fs, l.dir, g.base, false)
+	s, err := l.openSegment(g.base, false)
 	if err != nil {
 		return l.fail(fmt.Errorf("compaction: open cleaned segment %d: %w", g.base, err))
 	}

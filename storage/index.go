@@ -228,15 +228,6 @@ func (x *index) sync() error {
 	return nil
 }
 
-func (x *index) close() error {
-	err1 := x.offFile.Close()
-	err2 := x.timeFile.Close()
-	if err1 != nil {
-		return err1
-	}
-	return err2
-}
-
 func fileSize(f vfs.File) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {

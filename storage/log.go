@@ -25,7 +25,7 @@ type Log struct {
 	dir  string
 	o    Options
 	fs   vfs.FS
-	lock io.Closer
+	lock io.Closer // nil with Options.CallerLocked
 
 	mu     sync.Mutex                 // serializes appends, rolls, retention and Close
 	segs   atomic.Pointer[[]*segment] // immutable snapshot; the last is active
@@ -34,6 +34,13 @@ type Log struct {
 	failed atomic.Pointer[error]      // sticky write or sync error
 	closed atomic.Bool
 	fault  writeFault // when and why failed was set, and its retries (recover.go)
+
+	files *FileCache // Options.Files, or the log's own without a bound
+	// retainMu serializes retention passes; leftover holds the bases of
+	// segments a pass took out of the list but failed to unlink.
+	retainMu sync.Mutex
+	leftover []int64
+
 	// interval is set by an append with Interval durability: the next
 	// background tick fsyncs, even when the log's default is not Interval.
 	interval atomic.Bool
@@ -81,19 +88,23 @@ func Open(dir string, opts *Options) (*Log, error) {
 	}
 	o := opts.withDefaults()
 	began := o.Now()
-	l := &Log{dir: dir, o: o, fs: o.FS, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Log{dir: dir, o: o, fs: o.FS, files: o.Files, stop: make(chan struct{}), done: make(chan struct{})}
 	l.sync.cond = sync.NewCond(&l.sync.mu)
 	if err := l.prepareDir(); err != nil {
 		return nil, err
 	}
-	lock, err := l.fs.Lock(filepath.Join(dir, lockFile))
-	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	if !o.CallerLocked {
+		lock, err := l.fs.Lock(filepath.Join(dir, lockFile))
+		if err != nil {
+			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		}
+		l.lock = lock
 	}
-	l.lock = lock
 	if err := l.load(); err != nil {
 		l.closeFiles()
-		lock.Close()
+		if l.lock != nil {
+			l.lock.Close()
+		}
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	l.recovery.Duration = time.Since(began)
@@ -183,7 +194,7 @@ func (l *Log) load() error {
 	segs := make([]*segment, 0, len(bases))
 	publish := func() { s := slices.Clone(segs); l.segs.Store(&s) }
 	for i, base := range bases {
-		s, err := openSegment(l.fs, l.dir, base, i == len(bases)-1)
+		s, err := l.openSegment(base, i == len(bases)-1)
 		if err != nil {
 			return err
 		}
@@ -556,8 +567,10 @@ func (l *Log) Close() error {
 	l.sync.cond.Broadcast()
 	l.sync.mu.Unlock()
 	l.closeFiles()
-	if lerr := l.lock.Close(); err == nil {
-		err = lerr
+	if l.lock != nil {
+		if lerr := l.lock.Close(); err == nil {
+			err = lerr
+		}
 	}
 	return err
 }

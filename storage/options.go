@@ -91,6 +91,16 @@ type Options struct {
 	// dirty ratio; default 15 s.
 	CleanerInterval time.Duration
 
+	// Files bounds the file descriptors of the log's segment files,
+	// shared with every log given the same cache (passbook.Open shares
+	// one across its data directory). Nil: a cache of the log's own
+	// without a bound, so every segment keeps its three files open.
+	Files *FileCache
+	// CallerLocked says the caller holds a lock covering dir (as
+	// passbook.Open holds its data directory's LOCK), so Open takes no
+	// lock of its own and the partition holds no file descriptor for it.
+	CallerLocked bool
+
 	// TimestampBeforeMax and TimestampAfterMax refuse an append with a
 	// timestamp further before or after the clock (Now) than this, with
 	// ErrInvalidTimestamp: Kafka's message.timestamp.before.max.ms (by
@@ -216,6 +226,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.CleanerInterval == 0 {
 		c.CleanerInterval = defaultCleanerInterval
+	}
+	if c.Files == nil {
+		c.Files = NewFileCache(0)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

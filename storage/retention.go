@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 )
@@ -11,11 +13,55 @@ import (
 // by size (the total over Options.RetentionBytes) — oldest first, never
 // the active segment, and moves the log start offset. It returns the
 // number of segments deleted. Retention also runs in the background.
+//
+// Only the choice of segments and their removal from the segment list
+// hold the log's lock; their files are removed after it is released, so
+// appends and rolls do not wait for the unlinks. A reader that holds a
+// deleted segment reads it to its end (its files stay open until it lets
+// go). Files a failed removal left behind are removed by the next pass;
+// until then they are a prefix of the log on disk, which a reopen takes
+// back as its oldest segments.
 func (l *Log) Retain() (int, error) {
+	l.retainMu.Lock() // one pass at a time, so leftovers and victims stay in order
+	defer l.retainMu.Unlock()
+	victims, err := l.detachRetained()
+	if err != nil {
+		return 0, err
+	}
+	bases := l.leftover
+	l.leftover = nil
+	for _, s := range victims {
+		// The log lets go before the files go: a reader holding the
+		// segment has pinned them open; one that comes later cannot
+		// acquire it and looks again (finding the new start).
+		s.drop()
+		bases = append(bases, s.base)
+	}
+	if len(bases) == 0 {
+		return 0, nil
+	}
+	removed, err := l.unlinkSegments(bases)
+	if len(victims) > 0 {
+		l.o.Logger.Info("retention deleted segments", "dir", l.dir, "segments", len(victims),
+			"from", victims[0].base, "to", victims[len(victims)-1].next.Load(), "start", l.start.Load())
+	}
+	if err != nil {
+		l.leftover = bases[removed:]
+		return len(victims), err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return len(victims), fmt.Errorf("storage: retention: sync directory: %w", err)
+	}
+	return len(victims), nil
+}
+
+// detachRetained picks the segments retention deletes and takes them out
+// of the segment list, under the log's lock.
+func (l *Log) detachRetained() ([]*segment, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
-		return 0, ErrClosed
+		return nil, ErrClosed
 	}
 	segs := l.segments()
 	total := int64(0)
@@ -35,45 +81,36 @@ func (l *Log) Retain() (int, error) {
 		n++
 	}
 	if n == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	// Oldest first, and a segment leaves the list only once its .log file
-	// is gone: after a failed removal the files on disk and the list still
-	// agree, and Open finds no gap between segments. Left-over index files
-	// without a .log file are ignored by Open.
-	removed := 0
-	var err error
-	for _, s := range segs[:n] {
-		name := filepath.Join(l.dir, segmentName(s.base, ".log"))
-		if err = l.fs.Remove(name); err != nil {
-			err = fmt.Errorf("storage: retention: remove %s: %w", name, err)
-			break
-		}
-		removed++
-		for _, ext := range []string{".index", ".timeindex"} {
-			name := filepath.Join(l.dir, segmentName(s.base, ext))
-			if rerr := l.fs.Remove(name); rerr != nil && err == nil {
-				err = fmt.Errorf("storage: retention: remove %s: %w", name, rerr)
+	kept := slices.Clone(segs[n:])
+	l.segs.Store(&kept)
+	l.start.Store(kept[0].base)
+	return segs[:n], nil
+}
+
+// unlinkSegments removes the files of the segments with the given bases,
+// oldest first, each .log file before its indexes: whatever fails, the
+// .log files left on disk are a contiguous prefix of the log, with no gap
+// before the segments it keeps. It returns how many segments it removed
+// whole.
+func (l *Log) unlinkSegments(bases []int64) (int, error) {
+	for i, base := range bases {
+		var errs []error
+		for _, ext := range []string{".log", ".index", ".timeindex"} {
+			name := filepath.Join(l.dir, segmentName(base, ext))
+			if err := l.fs.Remove(name); err != nil && !isNotExist(err) {
+				errs = append(errs, fmt.Errorf("storage: retention: remove %s: %w", name, err))
+				if ext == ".log" {
+					break
+				}
 			}
 		}
-		if err != nil {
-			break
+		if err := errors.Join(errs...); err != nil {
+			return i, err
 		}
 	}
-	if removed > 0 {
-		kept := slices.Clone(segs[removed:])
-		l.segs.Store(&kept)
-		l.start.Store(kept[0].base)
-		for _, s := range segs[:removed] {
-			s.release()
-			l.o.Logger.Info("retention deleted segment", "dir", l.dir, "base", s.base, "next", s.next.Load())
-		}
-	}
-	if err != nil {
-		return removed, err
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return removed, fmt.Errorf("storage: retention: sync directory: %w", err)
-	}
-	return removed, nil
+	return len(bases), nil
 }
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/passbook-log/passbook/batch"
@@ -17,14 +18,18 @@ import (
 // published.
 type segment struct {
 	base int64
-	path string // of the .log file
-	log  vfs.File
-	idx  index
+	path string   // of the .log file
+	log  vfs.File // files[0]
+	idx  index    // its offFile and timeFile are files[1] and files[2]
+	// files are the log, offset index and time index files, opened
+	// through the log's FileCache.
+	files [3]*cachedFile
 
 	size  atomic.Int64 // bytes readers may read: whole batches only
 	next  atomic.Int64 // offset after the last batch
 	maxMs atomic.Int64 // newest timestamp, −1 when empty
 	refs  atomic.Int32 // 1 for the log, +1 per reader; files close at 0
+	pinMu sync.Mutex   // makes acquire, release and drop one step each with their pins
 
 	// cleaned: the cleaner may have rewritten this segment, so records
 	// inside its batches may skip offsets (see the package doc). Set
@@ -40,50 +45,101 @@ type segment struct {
 func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }
 
 // openSegment opens (creating when create is set) the files of the segment
-// with the given base offset. It does not read them.
-func openSegment(fsys vfs.FS, dir string, base int64, create bool) (*segment, error) {
+// with the given base offset, through the log's file cache. It does not
+// read them.
+func (l *Log) openSegment(base int64, create bool) (*segment, error) {
 	flag := os.O_RDWR | os.O_APPEND
 	if create {
 		flag |= os.O_CREATE
 	}
-	s := &segment{base: base, path: filepath.Join(dir, segmentName(base, ".log")), firstMs: -1, timeMs: -1}
+	s := &segment{base: base, path: filepath.Join(l.dir, segmentName(base, ".log")), firstMs: -1, timeMs: -1}
 	s.maxMs.Store(-1)
 	s.refs.Store(1)
 	var err error
-	if s.log, err = fsys.OpenFile(s.path, flag, 0o644); err != nil {
+	if s.files[0], err = l.files.openFile(l.fs, s.path, flag, 0o644); err != nil {
 		return nil, fmt.Errorf("open segment: %w", err)
 	}
-	if s.idx.offFile, err = fsys.OpenFile(filepath.Join(dir, segmentName(base, ".index")), flag|os.O_CREATE, 0o644); err != nil {
-		s.log.Close()
+	if s.files[1], err = l.files.openFile(l.fs, filepath.Join(l.dir, segmentName(base, ".index")), flag|os.O_CREATE, 0o644); err != nil {
+		s.files[0].Close()
 		return nil, fmt.Errorf("open index: %w", err)
 	}
-	if s.idx.timeFile, err = fsys.OpenFile(filepath.Join(dir, segmentName(base, ".timeindex")), flag|os.O_CREATE, 0o644); err != nil {
-		s.log.Close()
-		s.idx.offFile.Close()
+	if s.files[2], err = l.files.openFile(l.fs, filepath.Join(l.dir, segmentName(base, ".timeindex")), flag|os.O_CREATE, 0o644); err != nil {
+		s.files[0].Close()
+		s.files[1].Close()
 		return nil, fmt.Errorf("open time index: %w", err)
 	}
+	s.log, s.idx.offFile, s.idx.timeFile = s.files[0], s.files[1], s.files[2]
 	return s, nil
 }
 
-// acquire takes a reader's reference; it fails once the segment is deleted.
+// acquire takes a reader's reference, which pins the segment's files open
+// (see FileCache); it fails once the segment is deleted.
 func (s *segment) acquire() bool {
-	for {
-		n := s.refs.Load()
-		if n <= 0 {
-			return false
+	// Taking the reference and pinning are one step against drop: a
+	// segment that retention deletes is unlinked only after drop, so the
+	// files a reader pins are there to open.
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if s.refs.Load() <= 0 {
+		return false
+	}
+	s.refs.Add(1)
+	for _, f := range s.files {
+		if f != nil {
+			f.pin()
 		}
-		if s.refs.CompareAndSwap(n, n+1) {
-			return true
+	}
+	return true
+}
+
+// release drops a reader's reference (or the log's, when it is the last)
+// and closes the files with the last one.
+func (s *segment) release() {
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if s.refs.Add(-1) == 0 {
+		s.closeFiles()
+		return
+	}
+	for _, f := range s.files {
+		if f != nil {
+			f.unpin()
 		}
 	}
 }
 
-// release drops a reference and closes the files with the last one.
-func (s *segment) release() {
+// drop releases the log's own reference, which pins nothing: for a
+// segment leaving the log while readers may still hold it. Once it
+// returns, no reader can acquire the segment who has not pinned its files.
+func (s *segment) drop() {
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
 	if s.refs.Add(-1) == 0 {
-		s.log.Close()
-		s.idx.close()
+		s.closeFiles()
 	}
+}
+
+func (s *segment) closeFiles() {
+	for _, f := range s.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// holdOpen keeps the segment's files open until it is closed, for a
+// segment whose files are about to be replaced or removed by name while
+// readers may still acquire it.
+func (s *segment) holdOpen() error {
+	for _, f := range s.files {
+		if f == nil {
+			continue
+		}
+		if err := f.holdOpen(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // corrupt wraps err as a CorruptError at pos in the segment's log file.

@@ -112,6 +112,7 @@ func newMetrics(s *Server) *metrics {
 	if s.o.SyncTimer != nil {
 		s.reg.MustRegister(s.o.SyncTimer)
 	}
+	s.reg.MustRegister(newFileCollector(s.db))
 	return m
 }
 

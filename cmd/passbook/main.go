@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	raiseFileLimit()
 	ctx, sig := stopOnSignal(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	code := 0

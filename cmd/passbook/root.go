@@ -150,6 +150,7 @@ func (e *env) openDB(existing bool) (*passbook.DB, error) {
 	o := &passbook.Options{NoCreate: existing}
 	if e.verbose {
 		o.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		logFileLimit(o.Logger.Debug)
 	}
 	return passbook.Open(e.data, o)
 }

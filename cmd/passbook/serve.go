@@ -11,6 +11,7 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/kafka"
+	"github.com/passbook-log/passbook/storage"
 	"github.com/passbook-log/passbook/web"
 	"github.com/spf13/cobra"
 )
@@ -23,6 +24,7 @@ func newServeCmd(e *env) *cobra.Command {
 		ko        kafka.Options
 		autoTopic bool
 		grace     time.Duration
+		maxFiles  int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -70,8 +72,9 @@ checkpoint).`,
 				return usageError{err}
 			}
 			log := e.logger()
+			logFileLimit(log.Debug)
 			timer := web.NewSyncTimer(nil) // fsync latency for /metrics
-			db, err := passbook.Open(e.data, &passbook.Options{Logger: log, FS: timer})
+			db, err := passbook.Open(e.data, &passbook.Options{Logger: log, FS: timer, MaxOpenSegmentFiles: maxFiles})
 			if err != nil {
 				return err
 			}
@@ -114,6 +117,7 @@ checkpoint).`,
 	f.Int64Var(&ko.QueuedMaxResponseBytes, "queued-max-response-bytes", 128<<20, "record bytes of fetch responses being built and written, over all connections (passbook's own); at the limit a fetch returns what it has or waits for room")
 	f.DurationVar(&ko.GroupMinSessionTimeout, "group-min-session-timeout", time.Second, "shortest session timeout a consumer group member may ask for")
 	f.DurationVar(&ko.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "longest session timeout a consumer group member may ask for")
+	f.IntVar(&maxFiles, "max-open-segment-files", storage.DefaultMaxOpenFiles, "most segment files (log, index, time index) open at once over all partitions; the least recently used are closed and reopened when next read (passbook's own: Kafka keeps all open and needs ulimit -n above 3 per segment); -1: no limit")
 	f.DurationVar(&grace, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress")
 	return cmd
 }
