@@ -386,15 +386,27 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			c.busy.Add(-1)
 			continue
 		}
-		buf = appendResponse(buf, p.corr, p.resp, p.flexHeader)
+		// A fetch response's records are written from where they were
+		// read, not copied into buf: buf is written first, then they.
+		var spliced net.Buffers
+		if fr, ok := p.resp.(*kmsg.FetchResponse); ok {
+			spliced, _ = spliceFetch(p.corr, fr, p.flexHeader)
+		}
+		if spliced == nil {
+			buf = appendResponse(buf, p.corr, p.resp, p.flexHeader)
+		}
 		charged += c.respCharged
 		c.respCharged = 0
 		written++
-		if len(c.queue) > 0 && len(buf) < 1<<20 {
+		if spliced == nil && len(c.queue) > 0 && len(buf) < 1<<20 {
 			continue
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(c.s.o.RequestTimeout))
-		if _, err := c.nc.Write(buf); err != nil {
+		out := net.Buffers{buf}
+		if spliced != nil {
+			out = append(out, spliced...)
+		}
+		if _, err := out.WriteTo(c.nc); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				c.s.limitHit(closeSlowReply, c.remote, "kafka: closing connection: a response was not read within the request timeout (--request-timeout)",
 					"timeout", c.s.o.RequestTimeout, "bytes", len(buf))
