@@ -13,8 +13,11 @@
 //
 // # Files
 //
-//	server.go          Options, Server: listeners, connection limit, Shutdown
+//	server.go          Options, Server: listeners, connection limits, Shutdown
 //	conn.go            one connection: framing, request headers, in-order responses
+//	limits.go          the limits' budgets, counters and log lines (Stats)
+//	metrics.go         Collector: the limits at /metrics
+//	fetchwrite.go      a fetch response written without copying its records
 //	registry.go        the handler table that ApiVersions is built from
 //	errors.go          sentinel errors; engine errors → Kafka error codes
 //	configs.go         Kafka topic config names ↔ passbook.TopicConfig
