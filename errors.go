@@ -16,6 +16,12 @@ var (
 	// ErrNoDataDir reports a data directory that does not exist, from an
 	// Open with Options.NoCreate.
 	ErrNoDataDir = errors.New("passbook: no data directory")
+	// ErrFenced reports a partition that Open could not open (a segment
+	// file deleted, corruption in fsync'd bytes, no file descriptor
+	// left): the rest of the data directory is served, and this one
+	// refuses every append and read until `passbook repair` mends it and
+	// the directory is opened again. Kafka answers KAFKA_STORAGE_ERROR.
+	ErrFenced = errors.New("passbook: partition fenced")
 	// ErrClosed reports use of a closed DB.
 	ErrClosed = errors.New("passbook: closed")
 )

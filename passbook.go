@@ -311,6 +311,12 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 		// lock file (and a descriptor) of its own.
 		o.Files, o.CallerLocked = db.files, true
 		l, err := storage.Open(filepath.Join(dir, fmt.Sprint(p)), &o)
+		if err != nil && cfg == nil {
+			// Serve the rest; this one answers ErrFenced (fence.go).
+			db.o.Logger.Error("partition fenced: it cannot be opened", "topic", name, "partition", p, "err", err)
+			t.fenceAt(p, err, db.o.Now())
+			continue
+		}
 		if err != nil {
 			t.close()
 			return nil, fmt.Errorf("passbook: open topic %s partition %d: %w", name, p, err)
@@ -338,6 +344,9 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 func (t *Topic) close() error {
 	var errs []error
 	for _, l := range t.parts {
+		if l == nil { // fenced
+			continue
+		}
 		if err := l.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
 			errs = append(errs, err)
 		}

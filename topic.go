@@ -278,6 +278,10 @@ type Topic struct {
 	cfg   TopicConfig
 	parts []*storage.Log
 	next  atomic.Uint32 // round robin for records without a key
+
+	// fenced holds the partitions Open could not open (fence.go); their
+	// parts are nil.
+	fenced map[int32]fence
 }
 
 // Name is the topic's name.
@@ -303,6 +307,9 @@ func (t *Topic) Partition(p int32) (*storage.Log, error) {
 	if p < 0 || int(p) >= len(t.parts) {
 		return nil, fmt.Errorf("%w: topic %s has no partition %d (it has %d)", ErrUnknownPartition, t.name, p, len(t.parts))
 	}
+	if t.parts[p] == nil {
+		return nil, t.fencedErr(p)
+	}
 	return t.parts[p], nil
 }
 
@@ -325,7 +332,11 @@ func (t *Topic) PartitionFor(key []byte) int32 {
 // durable as the topic's durability says.
 func (t *Topic) Append(rec Record) (Position, error) {
 	p := t.PartitionFor(rec.Key)
-	off, err := t.parts[p].Append([]Record{rec}, storage.DefaultDurability)
+	l, err := t.Partition(p)
+	if err != nil {
+		return Position{}, err
+	}
+	off, err := l.Append([]Record{rec}, storage.DefaultDurability)
 	if err != nil {
 		return Position{}, fmt.Errorf("topic %s partition %d: %w", t.name, p, err)
 	}
@@ -366,6 +377,9 @@ func (t *Topic) Compact(ctx context.Context) ([]storage.CompactStats, error) {
 	}
 	stats := make([]storage.CompactStats, 0, len(t.parts))
 	for p, l := range t.parts {
+		if l == nil {
+			return stats, t.fencedErr(int32(p))
+		}
 		st, err := l.Compact(ctx)
 		if err != nil {
 			return stats, fmt.Errorf("topic %s partition %d: %w", t.name, p, err)
@@ -383,6 +397,12 @@ type PartitionInfo struct {
 	Records     int64 `json:"records"` // head − start offset
 	Bytes       int64 `json:"bytes"`
 	Segments    int   `json:"segments"`
+	// Fenced says why the partition could not be opened; it serves
+	// nothing until repaired (the other fields are zero).
+	Fenced string `json:"fenced,omitempty"`
+	// Unwritable says why the partition refuses appends, after a failed
+	// write; it still serves reads.
+	Unwritable string `json:"unwritable,omitempty"`
 }
 
 // TopicInfo describes a topic.
@@ -396,7 +416,15 @@ type TopicInfo struct {
 func (t *Topic) Describe() TopicInfo {
 	info := TopicInfo{Name: t.name, Config: t.cfg}
 	for i, l := range t.parts {
-		info.Partitions = append(info.Partitions, PartitionInfo{
+		if l == nil {
+			info.Partitions = append(info.Partitions, PartitionInfo{Partition: int32(i), Fenced: t.fenced[int32(i)].err.Error()})
+			continue
+		}
+		var unwritable string
+		if err := l.Err(); err != nil {
+			unwritable = err.Error()
+		}
+		info.Partitions = append(info.Partitions, PartitionInfo{Unwritable: unwritable,
 			Partition: int32(i), StartOffset: l.StartOffset(), Head: l.Head(),
 			Records: l.Head() - l.StartOffset(), Bytes: l.Size(), Segments: l.SegmentCount(),
 		})

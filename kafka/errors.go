@@ -33,6 +33,9 @@ func errorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, passbook.ErrFenced), errors.Is(err, storage.ErrUnwritable):
+		// A partition Open could not open, or whose write failed.
+		return kerr.KafkaStorageError.Code
 	case errors.Is(err, passbook.ErrUnknownTopic), errors.Is(err, passbook.ErrUnknownPartition):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, passbook.ErrInvalidName):

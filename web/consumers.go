@@ -84,7 +84,10 @@ func (s *Server) consumers(r *http.Request, name string, withPartitions bool) ([
 		}
 		ct.Updated = &updated
 		for p := range t.Partitions() {
-			l, _ := t.Partition(int32(p))
+			l, err := t.Partition(int32(p))
+			if err != nil { // fenced: no extent to show
+				continue
+			}
 			pl := consumer.PartitionLag{Consumer: group[0].Consumer, Topic: t.Name(), Partition: int32(p), Committed: -1, Start: l.StartOffset(), Head: l.Head()}
 			if c, ok := committed[int32(p)]; ok {
 				pl.Committed = c

@@ -38,6 +38,8 @@ const (
 	CodeTooManyStreams     = "too_many_streams"       // 503: over Options.MaxStreams SSE streams (Retry-After)
 	CodeTooManyConnections = "too_many_connections"   // 503: over Options.MaxConnections (Retry-After)
 	CodeCorrupt            = "corrupt_data"           // 500: stored data failed its checksum (run passbook verify)
+	CodeFenced             = "partition_fenced"       // 503: the partition could not be opened (run passbook verify, then repair)
+	CodeUnwritable         = "partition_unwritable"   // 503: a write failed (disk full, read-only, no fds); the partition retries
 	CodeInternal           = "internal"               // 500
 )
 
@@ -105,6 +107,10 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "%s", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "request canceled: %s", err)
+	case errors.Is(err, passbook.ErrFenced):
+		return errorf(http.StatusServiceUnavailable, CodeFenced, "%s", trimPrefix(err.Error()))
+	case errors.Is(err, storage.ErrUnwritable):
+		return errorf(http.StatusServiceUnavailable, CodeUnwritable, "%s", trimPrefix(err.Error()))
 	case errors.Is(err, storage.ErrCorrupt), errors.Is(err, offsets.ErrCorrupt):
 		return errorf(http.StatusInternalServerError, CodeCorrupt, "%s (passbook verify reports the damage, passbook repair mends what it can)", err)
 	}

@@ -16,7 +16,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 }
 
 // GET /readyz: the server can take requests: it is not closing, the DB is
-// open and the offset store answers a query.
+// open, the offset store answers a query, and every partition is open and
+// takes appends. A partition fenced at Open (it could not be opened) or
+// refusing appends after a failed write makes it 503 with
+// {"status":"degraded","partitions":[{"topic","partition","state","reason","since","retrying"}…]}.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if s.closed.Load() {
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
@@ -29,6 +32,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	if _, err := s.db.Offsets().List(ctx, offsets.Filter{Consumer: "\x00readyz"}); err != nil {
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the offset store does not answer: %s", err)
+	}
+	if probs := s.db.PartitionProblems(); len(probs) > 0 {
+		// The server serves, but not everything: a load balancer or an
+		// operator should know which partitions, and why.
+		return writeJSON(w, http.StatusServiceUnavailable, map[string]any{
+			"status": "degraded", "topics": len(s.db.Topics()), "partitions": probs,
+		})
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "topics": len(s.db.Topics())})
 }

@@ -113,6 +113,7 @@ func newMetrics(s *Server) *metrics {
 		s.reg.MustRegister(s.o.SyncTimer)
 	}
 	s.reg.MustRegister(newFileCollector(s.db))
+	s.reg.MustRegister(newHealthCollector(s.db))
 	return m
 }
 

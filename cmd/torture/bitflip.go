@@ -73,6 +73,12 @@ func (e *env) bitFlip() (t tally, target string) {
 	// back as data.
 	changed := false
 	if db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1}); err == nil {
+		for _, p := range db.PartitionProblems() {
+			// Open fenced it: refused, as Open used to refuse the
+			// whole directory.
+			changed = true
+			detected = detected || p.State == passbook.StateFenced
+		}
 		if v, err := view(db); err == nil {
 			for p := range int32(v.parts) {
 				e.readAcross(v, p, lg, &t, &changed)
@@ -267,7 +273,10 @@ func sampleTimes(db *passbook.DB, rng *rand.Rand) []timeLookup {
 			}
 			ms = append(ms, rec.Timestamp.UnixMilli())
 		}
-		l, _ := t.Partition(p)
+		l, err := t.Partition(p)
+		if err != nil {
+			continue
+		}
 		for range min(len(ms), 100) {
 			m := ms[rng.IntN(len(ms))] + int64(rng.IntN(3)) - 1
 			off, err := l.OffsetForTime(time.UnixMilli(m))

@@ -69,7 +69,10 @@ func view(db *passbook.DB) (logView, error) {
 	}
 	v := logView{parts: t.Partitions(), read: func(p int32, from int64) iter.Seq2[batch.Record, error] { return t.Records(p, from) }}
 	for p := range int32(v.parts) {
-		l, _ := t.Partition(p)
+		l, err := t.Partition(p)
+		if err != nil { // fenced: Open could not open it
+			return logView{}, err
+		}
 		v.start = append(v.start, l.StartOffset())
 		v.head = append(v.head, l.Head())
 	}

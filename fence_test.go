@@ -1,0 +1,148 @@
+package passbook_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/storage"
+)
+
+// damagedDataDir makes a data directory with a healthy topic "good" and
+// a topic "bad" of two partitions, and deletes a middle segment file of
+// bad's partition 1, as an operator's slip or a failing disk would.
+func damagedDataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := db.CreateTopic("good", passbook.TopicConfig{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := db.CreateTopic("bad", passbook.TopicConfig{Partitions: 2, SegmentBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		rec := []passbook.Record{{Value: fmt.Appendf(nil, "record %d", i)}}
+		for _, w := range []struct {
+			t *passbook.Topic
+			p int32
+		}{{good, 0}, {bad, 0}, {bad, 1}} {
+			if _, err := w.t.AppendTo(w.p, rec, storage.InOS); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "topics", "bad", "1", "*.log"))
+	if len(segs) < 3 {
+		t.Fatalf("%d segments in bad/1, want 3 or more", len(segs))
+	}
+	slices.Sort(segs)
+	if err := os.Remove(segs[1]); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestDB_DamagedPartitionFenced: one damaged partition does not stop the
+// data directory. Open serves the healthy partitions, fences the damaged
+// one (ErrFenced for appends and reads, listed by PartitionProblems and
+// Describe), Verify names it, and after Repair the next Open serves it.
+func TestDB_DamagedPartitionFenced(t *testing.T) {
+	dir := damagedDataDir(t)
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
+	if err != nil {
+		t.Fatalf("Open with one damaged partition: %v", err)
+	}
+	good, _ := db.Topic("good")
+	bad, _ := db.Topic("bad")
+	for _, w := range []struct {
+		t *passbook.Topic
+		p int32
+	}{{good, 0}, {bad, 0}} {
+		off, err := w.t.AppendTo(w.p, []passbook.Record{{Value: []byte("after")}}, storage.Fsync)
+		if err != nil || off != 100 {
+			t.Fatalf("%s/%d: append = %d, %v; want offset 100", w.t.Name(), w.p, off, err)
+		}
+		n := 0
+		for _, err := range w.t.Records(w.p, 0) {
+			if err != nil {
+				t.Fatalf("%s/%d: read: %v", w.t.Name(), w.p, err)
+			}
+			n++
+		}
+		if n != 101 {
+			t.Fatalf("%s/%d: read %d records, want 101", w.t.Name(), w.p, n)
+		}
+	}
+	if _, err := bad.Partition(1); !errors.Is(err, passbook.ErrFenced) || !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("Partition(1) = %v, want ErrFenced wrapping the corruption", err)
+	}
+	if _, err := bad.AppendTo(1, []passbook.Record{{Value: []byte("x")}}, storage.InOS); !errors.Is(err, passbook.ErrFenced) {
+		t.Fatalf("append to the fenced partition = %v, want ErrFenced", err)
+	}
+	for _, err := range bad.Records(1, 0) {
+		if !errors.Is(err, passbook.ErrFenced) {
+			t.Fatalf("read of the fenced partition = %v, want ErrFenced", err)
+		}
+	}
+	probs := db.PartitionProblems()
+	if len(probs) != 1 || probs[0].Topic != "bad" || probs[0].Partition != 1 || probs[0].State != passbook.StateFenced || !strings.Contains(probs[0].Reason, "offset") {
+		t.Fatalf("problems %+v, want bad/1 fenced", probs)
+	}
+	if info := bad.Describe(); info.Partitions[1].Fenced == "" || info.Partitions[0].Fenced != "" {
+		t.Fatalf("describe %+v", info.Partitions)
+	}
+	if st := db.HealthStats(); st.Fenced != 1 || st.Unwritable != 0 {
+		t.Fatalf("health stats %+v", st)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := passbook.Verify(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var damaged []string
+	for _, pc := range r.Partitions {
+		if !pc.Report.OK() {
+			damaged = append(damaged, fmt.Sprintf("%s/%d", pc.Topic, pc.Partition))
+		}
+	}
+	if !slices.Equal(damaged, []string{"bad/1"}) {
+		t.Fatalf("verify found damage in %v, want bad/1", damaged)
+	}
+	if _, err := passbook.Repair(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, err = passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if probs := db.PartitionProblems(); len(probs) != 0 {
+		t.Fatalf("after repair: %+v", probs)
+	}
+	bad, _ = db.Topic("bad")
+	l, err := bad.Partition(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := l.Head()
+	if off, err := bad.AppendTo(1, []passbook.Record{{Value: []byte("after repair")}}, storage.Fsync); err != nil || off != head {
+		t.Fatalf("append after repair = %d, %v; want %d", off, err, head)
+	}
+}
