@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -139,7 +140,7 @@ func (c *conn) readLoop() error {
 		if int64(n) > int64(c.s.o.SocketRequestMaxBytes) {
 			c.s.limitHit(closeTooLarge, c.remote, "kafka: closing connection: a request is over socket.request.max.bytes (--socket-request-max-bytes)",
 				"size", n, "limit", c.s.o.SocketRequestMaxBytes)
-			return fmt.Errorf("%w: a request of %d bytes is over socket.request.max.bytes, %d", ErrRequestTooLarge, n, c.s.o.SocketRequestMaxBytes)
+			return fmt.Errorf("%w: a request of %s bytes is over socket.request.max.bytes, %s", ErrRequestTooLarge, thousands.Int(n), thousands.Int(c.s.o.SocketRequestMaxBytes))
 		}
 		frame, charged, err := c.readFrame(br, int(n), deadline)
 		if err != nil {

@@ -19,13 +19,13 @@ func TestOptions_Validate_Limits(t *testing.T) {
 	}{
 		{"zero is the defaults", Options{}, ""},
 		{"queued bytes at the request limit", Options{SocketRequestMaxBytes: 1 << 20, QueuedMaxRequestBytes: 1 << 20}, ""},
-		{"queued bytes under the request limit", Options{SocketRequestMaxBytes: 1 << 20, QueuedMaxRequestBytes: 1 << 19}, "queued.max.request.bytes 524288 is under socket.request.max.bytes 1048576"},
-		{"queued bytes under the default request limit", Options{QueuedMaxRequestBytes: 1 << 20}, "is under socket.request.max.bytes 104857600"},
+		{"queued bytes under the request limit", Options{SocketRequestMaxBytes: 1 << 20, QueuedMaxRequestBytes: 1 << 19}, "queued.max.request.bytes 524,288 is under socket.request.max.bytes 1,048,576"},
+		{"queued bytes under the default request limit", Options{QueuedMaxRequestBytes: 1 << 20}, "is under socket.request.max.bytes 104,857,600"},
 		{"negative request size", Options{SocketRequestMaxBytes: -1}, "socket.request.max.bytes -1 is negative"},
 		{"negative idle", Options{ConnectionsMaxIdle: -time.Second}, "connections.max.idle -1s is negative"},
 		{"negative request timeout", Options{RequestTimeout: -time.Second}, "request timeout -1s is negative"},
 		{"negative per-ip", Options{MaxConnectionsPerIP: -1}, "max.connections.per.ip -1 is negative"},
-		{"fetch.max.bytes under Kafka's minimum", Options{FetchMaxBytes: 1000}, "fetch.max.bytes 1000 is under 1024"},
+		{"fetch.max.bytes under Kafka's minimum", Options{FetchMaxBytes: 1000}, "fetch.max.bytes 1,000 is under 1,024"},
 		{"negative response budget", Options{QueuedMaxResponseBytes: -1}, "queued.max.response.bytes -1 is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

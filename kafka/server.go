@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/internal/thousands"
 )
 
 // NodeID is the broker id the server gives itself: it is a cluster of one.
@@ -124,7 +125,7 @@ func (o *Options) Validate() error {
 			req = defaultSocketRequestMaxBytes
 		}
 		if o.QueuedMaxRequestBytes < req {
-			errs = append(errs, fmt.Errorf("queued.max.request.bytes %d is under socket.request.max.bytes %d: the largest request could never be read", o.QueuedMaxRequestBytes, req))
+			errs = append(errs, fmt.Errorf("queued.max.request.bytes %s is under socket.request.max.bytes %s: the largest request could never be read", thousands.Int(o.QueuedMaxRequestBytes), thousands.Int(req)))
 		}
 	}
 	if o.RequestTimeout < 0 {
@@ -140,7 +141,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("max.connections.per.ip %d is negative", o.MaxConnectionsPerIP))
 	}
 	if o.FetchMaxBytes < 0 || (o.FetchMaxBytes > 0 && o.FetchMaxBytes < minFetchMaxBytes) {
-		errs = append(errs, fmt.Errorf("fetch.max.bytes %d is under %d", o.FetchMaxBytes, minFetchMaxBytes))
+		errs = append(errs, fmt.Errorf("fetch.max.bytes %s is under %s", thousands.Int(o.FetchMaxBytes), thousands.Int(minFetchMaxBytes)))
 	}
 	if o.QueuedMaxResponseBytes < 0 {
 		errs = append(errs, fmt.Errorf("queued.max.response.bytes %d is negative", o.QueuedMaxResponseBytes))

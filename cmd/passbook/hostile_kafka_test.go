@@ -550,3 +550,29 @@ func TestHostile_OversizedFetches(t *testing.T) {
 	}
 	budget(t, "peak RSS", p.peakRSS(t), 400*mib)
 }
+
+// TestServe_LimitFlags: a limit that cannot work is refused before the
+// server starts, with exit 2 and what is wrong.
+func TestServe_LimitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--queued-max-request-bytes", "1000"}, "queued.max.request.bytes 1,000 is under socket.request.max.bytes 104,857,600"},
+		{[]string{"--fetch-max-bytes", "10"}, "fetch.max.bytes 10 is under 1,024"},
+		{[]string{"--max-connections-per-ip", "-1"}, "max.connections.per.ip -1 is negative"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := exec.Command(plainBinary(t), append([]string{"--data", t.TempDir(), "serve", "--kafka", "127.0.0.1:0"}, tc.args...)...)
+			cmd.Env = binaryEnv()
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+				t.Fatalf("exit %v, want 2\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Fatalf("output %q, want %q in it", out, tc.want)
+			}
+		})
+	}
+}
