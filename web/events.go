@@ -353,11 +353,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer s.hub.unsubscribe(sub)
-	out, err := s.startSSE(w, time.Second)
+	out, err := s.startSSE(w, r, time.Second)
 	if err != nil {
 		s.streamEnded(err)
 		return nil
 	}
+	defer out.end()
 	s.m.streams.Inc()
 	defer s.m.streams.Dec()
 	if err := out.event("", "snapshot", snap); err != nil {
@@ -368,8 +369,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		s.streamEnded(err)
 		return nil
 	}
-	beat := time.NewTicker(s.o.Heartbeat)
-	defer beat.Stop()
+	// Every second: has the client left? And now and then a heartbeat.
+	check := time.NewTicker(min(s.o.Heartbeat, clientCheckInterval))
+	defer check.Stop()
 	for {
 		select {
 		case b, ok := <-sub.ch:
@@ -384,8 +386,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 				s.streamEnded(err)
 				return nil
 			}
-		case <-beat.C:
-			if err := out.comment("keepalive"); err != nil {
+		case <-check.C:
+			if out.gone() {
+				return nil
+			}
+			if time.Since(out.wrote) < s.o.Heartbeat {
+				continue
+			}
+			if err := out.heartbeat(); err != nil {
 				s.streamEnded(err)
 				return nil
 			}

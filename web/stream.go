@@ -1,11 +1,13 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -18,20 +20,61 @@ import (
 // sse writes Server-Sent Events. Each write must be taken by the client
 // within Options.StreamWriteTimeout: a stream outlives any deadline for
 // the whole answer, but not a subscriber that stopped reading.
+//
+// A stream costs one goroutine, the handler's: it takes the connection
+// over from net/http (Hijack), which would otherwise keep a second one
+// reading it to notice the client leave. The stream notices instead when
+// it next writes (an event or a heartbeat), and checks for the client's
+// close before each heartbeat. Where the connection cannot be taken over
+// (HTTP/2), it is written through the ResponseWriter.
 type sse struct {
 	w       io.Writer
-	rc      *http.ResponseController
 	timeout time.Duration
+
+	// conn and bw, when the connection was taken over; else rc.
+	conn net.Conn
+	bw   *bufio.Writer
+	rc   *http.ResponseController
+	ctx  context.Context // the request's, when not taken over
+
+	wrote time.Time // the last write's deadline was set
 }
 
-// startSSE answers with the event-stream headers.
-func (s *Server) startSSE(w http.ResponseWriter, retry time.Duration) (*sse, error) {
+// clientCheckInterval is how often a stream waiting for records looks
+// whether its client has left, to give its place back.
+const clientCheckInterval = time.Second
+
+// startSSE answers with the event-stream headers. The stream must be
+// ended with end.
+func (s *Server) startSSE(w http.ResponseWriter, r *http.Request, retry time.Duration) (*sse, error) {
+	e := &sse{timeout: s.o.StreamWriteTimeout, rc: http.NewResponseController(w), ctx: r.Context()}
+	if r.ProtoMajor == 1 {
+		if conn, brw, err := e.rc.Hijack(); err == nil {
+			e.conn, e.bw, e.w = conn, brw.Writer, brw.Writer
+			// Nothing more is read; the http.Server's deadlines are
+			// for ordinary requests.
+			conn.SetReadDeadline(time.Time{})
+			e.deadline()
+			_, err := io.WriteString(e.bw, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"+
+				"X-Accel-Buffering: no\r\nConnection: close\r\n\r\n"+
+				"retry: "+strconv.FormatInt(retry.Milliseconds(), 10)+"\n\n")
+			if err != nil {
+				e.end()
+				return nil, err
+			}
+			if err := e.flush(); err != nil {
+				e.end()
+				return nil, err
+			}
+			return e, nil
+		}
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	e := &sse{w: w, rc: http.NewResponseController(w), timeout: s.o.StreamWriteTimeout}
+	e.w = w
 	// Nothing more is read: the http.Server's ReadTimeout, which would
 	// end the stream (its context) when it passes, does not apply.
 	e.rc.SetReadDeadline(time.Time{})
@@ -42,8 +85,38 @@ func (s *Server) startSSE(w http.ResponseWriter, retry time.Duration) (*sse, err
 	return e, e.flush()
 }
 
+// end closes a connection taken over, after what is buffered.
+func (e *sse) end() {
+	if e.conn != nil {
+		e.bw.Flush()
+		e.conn.Close()
+	}
+}
+
 // deadline gives the next write StreamWriteTimeout.
-func (e *sse) deadline() { e.rc.SetWriteDeadline(time.Now().Add(e.timeout)) }
+func (e *sse) deadline() {
+	e.wrote = time.Now()
+	t := e.wrote.Add(e.timeout)
+	if e.conn != nil {
+		e.conn.SetWriteDeadline(t)
+		return
+	}
+	e.rc.SetWriteDeadline(t)
+}
+
+// gone reports whether the client has closed its end (or sent what it
+// should not), without waiting.
+func (e *sse) gone() bool {
+	if e.conn == nil {
+		return e.ctx.Err() != nil
+	}
+	// A deadline already passed would fail the read without trying it.
+	e.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+	var b [1]byte
+	_, err := e.conn.Read(b[:])
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
 
 // event writes one event; data must be one line (compact JSON is).
 func (e *sse) event(id, name string, data []byte) error {
@@ -59,16 +132,28 @@ func (e *sse) event(id, name string, data []byte) error {
 	return err
 }
 
-func (e *sse) comment(text string) error {
+// heartbeat writes a comment that keeps the stream open through proxies,
+// unless the client has left.
+func (e *sse) heartbeat() error {
+	if e.gone() {
+		return errClientGone
+	}
 	e.deadline()
-	_, err := io.WriteString(e.w, ": "+text+"\n\n")
+	_, err := io.WriteString(e.w, ": keepalive\n\n")
 	if err == nil {
 		err = e.flush()
 	}
 	return err
 }
 
-func (e *sse) flush() error { return e.rc.Flush() }
+var errClientGone = errors.New("the client closed the stream")
+
+func (e *sse) flush() error {
+	if e.conn != nil {
+		return e.bw.Flush()
+	}
+	return e.rc.Flush()
+}
 
 // streamEnded counts a stream that ended on err because its subscriber
 // did not take a write in time.
@@ -123,11 +208,12 @@ func (s *Server) streamRecords(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	stop := context.AfterFunc(s.done, cancel)
 	defer stop()
-	out, err := s.startSSE(w, 2*time.Second)
+	out, err := s.startSSE(w, r, 2*time.Second)
 	if err != nil {
 		s.streamEnded(err)
 		return nil
 	}
+	defer out.end()
 	s.m.streams.Inc()
 	defer s.m.streams.Dec()
 	reads := s.m.readRecords.WithLabelValues(t.Name())
@@ -164,15 +250,22 @@ func (s *Server) streamRecords(w http.ResponseWriter, r *http.Request) error {
 		if ok {
 			continue
 		}
-		// At the head: wait for a record, with a heartbeat now and then.
-		wctx, wcancel := context.WithTimeout(ctx, s.o.Heartbeat)
+		// At the head: wait for a record, looking every second whether
+		// the client has left, with a heartbeat now and then.
+		wctx, wcancel := context.WithTimeout(ctx, min(s.o.Heartbeat, clientCheckInterval))
 		err = l.Wait(wctx, rd.Offset())
 		wcancel()
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err == context.DeadlineExceeded:
-			if err := out.comment("keepalive"); err != nil {
+			if out.gone() {
+				return nil
+			}
+			if time.Since(out.wrote) < s.o.Heartbeat {
+				continue
+			}
+			if err := out.heartbeat(); err != nil {
 				s.streamEnded(err)
 				return nil
 			}
