@@ -44,6 +44,7 @@ const retryAfterSeconds = 5
 type limitLog struct {
 	log *slog.Logger
 	msg string
+	key string // of the count: "refused_since_last_line"
 
 	mu   sync.Mutex
 	last time.Time
@@ -58,7 +59,7 @@ func (l *limitLog) hit(args ...any) {
 	if !l.last.IsZero() && now.Sub(l.last) < time.Minute {
 		return
 	}
-	l.log.Warn(l.msg, append(args, "refused_since_last_line", l.n)...)
+	l.log.Warn(l.msg, append(args, l.key, l.n)...)
 	l.last, l.n = now, 0
 }
 

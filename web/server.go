@@ -237,10 +237,11 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 	}
 	s.m = newMetrics(s)
 	s.limits = newStreamLimiter(s)
-	s.connLog = &limitLog{log: s.log, msg: "http: connection limit reached; refusing connections with 503"}
-	s.streamLog = &limitLog{log: s.log, msg: "http: SSE stream limit reached; refusing streams with 503"}
-	s.clientLog = &limitLog{log: s.log, msg: "http: a client reached its limit of streams and long polls; refusing with 429"}
-	s.timeoutLog = &limitLog{log: s.log, msg: "http: request bodies cut by the read timeout"}
+	const refused = "refused_since_last_line"
+	s.connLog = &limitLog{log: s.log, key: refused, msg: "http: connection limit reached; refusing connections with 503"}
+	s.streamLog = &limitLog{log: s.log, key: refused, msg: "http: SSE stream limit reached; refusing streams with 503"}
+	s.clientLog = &limitLog{log: s.log, key: refused, msg: "http: a client reached its limit of streams and long polls; refusing with 429"}
+	s.timeoutLog = &limitLog{log: s.log, key: "cut_since_last_line", msg: "http: request bodies cut by the read timeout; answered 408"}
 	s.hub = newHub(s)
 
 	s.handle("GET /api/topics", s.listTopics)
@@ -353,6 +354,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.srv = srv
 	s.srvMu.Unlock()
+	s.log.Info("http: limits", "read_header_timeout", s.o.ReadHeaderTimeout, "read_timeout", s.o.ReadTimeout,
+		"write_timeout", s.o.WriteTimeout, "idle_timeout", s.o.IdleTimeout, "max_header_bytes", s.o.MaxHeaderBytes,
+		"max_connections", s.o.MaxConnections, "max_streams", s.o.MaxStreams,
+		"max_streams_per_client", s.o.MaxStreamsPerClient, "stream_write_timeout", s.o.StreamWriteTimeout)
 	return srv.Serve(s.limitListener(ln))
 }
 
