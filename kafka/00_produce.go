@@ -72,7 +72,7 @@ func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error
 			}
 			l, err := topic.Partition(rp.Partition)
 			if err != nil {
-				p.ErrorCode = errorCode(err)
+				p.ErrorCode, p.ErrorMessage = errorCode(err), errorMessage(err) // a fenced partition says why
 				continue
 			}
 			end, err := c.s.appendBatch(rt.Topic, rp.Partition, l, rp.Records)
