@@ -192,7 +192,7 @@ func validPrefix(seg []byte, cleaned bool) (want map[int64]batch.Record, next in
 	next, timesTrue = fuzzBase, true
 	for pos := 0; pos < len(seg); {
 		h, err := batch.Check(seg[pos:])
-		if err != nil || h.BaseOffset != next {
+		if err != nil || h.BaseOffset != next || h.PartitionLeaderEpoch != LeaderEpoch {
 			break
 		}
 		if !cleaned && (h.RecordCount < 1 || h.RecordCount != h.LastOffsetDelta+1) ||

@@ -203,6 +203,9 @@ func (sc *segScanner) check(b []byte, h batch.Header) error {
 	if _, err := batch.Check(b); err != nil {
 		return err
 	}
+	if err := checkFraming(h); err != nil {
+		return err
+	}
 	switch {
 	case h.BaseOffset < sc.expect || h.BaseOffset > sc.expect && !sc.jump:
 		return fmt.Errorf("%w: batch has base offset %d, want %d", ErrCorrupt, h.BaseOffset, sc.expect)
