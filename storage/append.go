@@ -147,7 +147,7 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	}
 	pos := s.size.Load()
 	if _, err := s.log.Write(b); err != nil {
-		return l.failWrite(fmt.Errorf("write %s: %w", s.path, err))
+		return l.failWrite(fmt.Errorf("append to the active segment: %w", err)) // err names the file
 	}
 	if err := s.indexBatch(pos, h, l.o.IndexInterval); err != nil {
 		return l.failWrite(err)

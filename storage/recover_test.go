@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -378,5 +379,71 @@ func TestLog_SyncFailure_Fenced(t *testing.T) {
 	defer l.Close()
 	if _, err := l.Append(recs(int(l.Head()), 1), Fsync); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLog_DiskFull_RealFileSystem fills a real, small file system (a 2
+// MiB tmpfs, mounted for the test; skipped where the test may not mount
+// one): appends fail with ENOSPC, and once space is freed they resume
+// without a reopen, every acknowledged record in place.
+func TestLog_DiskFull_RealFileSystem(t *testing.T) {
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v): the disk-full case is covered through the vfs seam", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	dir := filepath.Join(mnt, "p")
+	l := mustOpen(t, dir, &Options{SegmentBytes: 256 << 10, SyncInterval: 20 * time.Millisecond})
+	defer l.Close()
+	// A file that takes most of the space, as another tenant would.
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, 1<<20+512<<10))
+	f.Close()
+	var failed error
+	for i := 0; failed == nil; i++ {
+		if i == 100_000 {
+			t.Fatal("the disk never filled")
+		}
+		_, failed = l.Append(recs(int(l.Head()), 10), InOS)
+	}
+	if !errors.Is(failed, ErrUnwritable) || !errors.Is(failed, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk = %v, want ErrUnwritable wrapping ENOSPC", failed)
+	}
+	head := l.Head()
+	t.Logf("disk full at offset %d: %v", head, failed)
+	if _, err := l.Append(recs(int(head), 1), InOS); !errors.Is(err, ErrUnwritable) {
+		t.Fatalf("append while full = %v", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := l.Append(recs(int(head), 1), Fsync)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("appends still refused 10 s after space came back: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	checkRecords(t, l, 0)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := mustOpen(t, dir, &Options{SegmentBytes: 256 << 10})
+	defer l2.Close() // before the unmount
+	checkRecords(t, l2, 0)
+	if l2.Head() != head+1 {
+		t.Fatalf("reopened at head %d, want %d", l2.Head(), head+1)
 	}
 }
