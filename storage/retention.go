@@ -72,7 +72,8 @@ func (l *Log) detachRetained() ([]*segment, error) {
 	n := 0
 	for n < len(segs)-1 {
 		s := segs[n]
-		byAge := l.o.RetentionAge > 0 && s.maxMs.Load() >= 0 && nowMs-s.maxMs.Load() > l.o.RetentionAge.Milliseconds()
+		ms := l.retentionMs(s, nowMs) // a far-future timestamp does not freeze retention
+		byAge := l.o.RetentionAge > 0 && ms >= 0 && nowMs-ms > l.o.RetentionAge.Milliseconds()
 		bySize := l.o.RetentionBytes > 0 && total-s.size.Load() >= l.o.RetentionBytes
 		if !byAge && !bySize {
 			break

@@ -78,3 +78,25 @@ func (l *Log) ageRollDueLocked(s *segment, nowMs int64) bool {
 	}
 	return s.size.Load() > 0 && nowMs-l.roll.ms >= l.o.SegmentAge.Milliseconds()
 }
+
+// retentionMs is the newest timestamp of the closed segment s as
+// time-based retention counts it (Kafka's: the segment's largest
+// timestamp). A timestamp more than TimestampAfterMax ahead of now can
+// only be in a segment written before that limit was checked (or with it
+// off); one such record must not keep the segment, and every segment
+// after it, forever. Its records were written by the file's last
+// modification, so none was legitimately newer than that plus
+// TimestampAfterMax: retention counts from there. Only such a segment
+// costs a stat.
+func (l *Log) retentionMs(s *segment, nowMs int64) int64 {
+	ms := s.maxMs.Load()
+	after := l.o.TimestampAfterMax
+	if after == NoTimestampLimit || ms <= nowMs+after.Milliseconds() {
+		return ms
+	}
+	fi, err := l.fs.Stat(s.path)
+	if err != nil || fi.ModTime().IsZero() {
+		return ms
+	}
+	return min(ms, fi.ModTime().UnixMilli()+after.Milliseconds())
+}

@@ -111,3 +111,39 @@ func TestLog_AgeRoll_BrokerClock(t *testing.T) {
 		t.Fatalf("%d segments after a restart, want 3", n)
 	}
 }
+
+// A record stamped in the year 9999, stored before
+// message.timestamp.after.max.ms was checked, does not stop time-based
+// retention for good: retention counts such a segment from when its file
+// was last written, plus the after.max.ms window.
+func TestLog_Retain_FarFutureTimestampOnDisk(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixMilli())
+	dir := t.TempDir()
+	o := &Options{
+		SegmentBytes: 1 << 10, RetentionAge: time.Hour,
+		TimestampAfterMax: NoTimestampLimit, // as before the check existed
+		Now:               func() time.Time { return time.UnixMilli(clock.Load()) },
+	}
+	l := mustOpen(t, dir, o)
+	if _, err := l.Append([]batch.Record{{Value: []byte("from the future"), Timestamp: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}}, InOS); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 1, 100, InOS) // rolls: the year-9999 segment is closed
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segments := l.SegmentCount()
+
+	o.TimestampAfterMax = 0 // the default, 1 hour
+	clock.Add((2*time.Hour + time.Minute).Milliseconds())
+	l = mustOpen(t, dir, o)
+	defer l.Close()
+	n, err := l.Retain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != segments-1 || l.StartOffset() == 0 {
+		t.Fatalf("retention deleted %d of %d segments (start offset %d), want every closed one", n, segments, l.StartOffset())
+	}
+}
