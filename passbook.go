@@ -304,13 +304,9 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 	if d == storage.DefaultDurability {
 		d = db.o.Durability
 	}
-	for p := range c.Partitions {
-		o := c.storageOptions()
-		o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
-		// The data directory's LOCK covers the partitions: none holds a
-		// lock file (and a descriptor) of its own.
-		o.Files, o.CallerLocked = db.files, true
-		l, err := storage.Open(filepath.Join(dir, fmt.Sprint(p)), &o)
+	opened := db.openPartitions(dir, name, c, d)
+	for p, op := range opened {
+		l, err := op.l, op.err
 		if err != nil && cfg == nil {
 			// Serve the rest; this one answers ErrFenced (fence.go).
 			db.o.Logger.Error("partition fenced: it cannot be opened", "topic", name, "partition", p, "err", err)
@@ -319,6 +315,11 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 		}
 		if err != nil {
 			t.close()
+			for _, op := range opened[p+1:] {
+				if op.l != nil {
+					op.l.Close()
+				}
+			}
 			return nil, fmt.Errorf("passbook: open topic %s partition %d: %w", name, p, err)
 		}
 		t.parts = append(t.parts, l)
@@ -342,15 +343,16 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 }
 
 func (t *Topic) close() error {
-	var errs []error
-	for _, l := range t.parts {
+	errs := make([]error, len(t.parts))
+	closeParallel(len(t.parts), func(p int) {
+		l := t.parts[p]
 		if l == nil { // fenced
-			continue
+			return
 		}
 		if err := l.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
-			errs = append(errs, err)
+			errs[p] = err
 		}
-	}
+	})
 	return errors.Join(errs...)
 }
 

@@ -234,9 +234,10 @@ func TestServe_ManyPartitions(t *testing.T) {
 	if ev := p.metric(t, "passbook_segment_file_cache_evictions_total"); ev == 0 {
 		t.Errorf("no evictions counted, though more segment files were read than the cache keeps")
 	}
-	t.Logf("segment file cache: %v open, %v hits, %v misses, %v evictions; peak RSS %s MiB",
-		p.metric(t, "passbook_segment_files_open"), p.metric(t, "passbook_segment_file_cache_hits_total"),
-		p.metric(t, "passbook_segment_file_cache_misses_total"), p.metric(t, "passbook_segment_file_cache_evictions_total"),
+	m := func(name string) string { return thousands.Int(int64(p.metric(t, name))) }
+	t.Logf("segment file cache: %s open, %s hits, %s misses, %s evictions; peak RSS %s MiB",
+		m("passbook_segment_files_open"), m("passbook_segment_file_cache_hits_total"),
+		m("passbook_segment_file_cache_misses_total"), m("passbook_segment_file_cache_evictions_total"),
 		thousands.Int(p.peakRSS(t)>>20))
 
 	// A clean shutdown closes every partition, so they all reopen clean.
