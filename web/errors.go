@@ -29,6 +29,7 @@ const (
 	CodeLeaseHeld          = "lease_held"             // 409: the consumer is running elsewhere
 	CodeBodyTooLarge       = "body_too_large"         // 413: over Options.MaxBodyBytes or MaxAppendRecords
 	CodeRecordTooLarge     = "record_too_large"       // 413: one record over the topic's max.message.bytes
+	CodeInvalidTimestamp   = "invalid_timestamp"      // 400: a record stamped outside message.timestamp.before.max.ms / after.max.ms
 	CodeUnsupportedMedia   = "unsupported_media_type" // 415
 	CodeOutOfRange         = "offset_out_of_range"    // 416: outside [start offset, head]
 	CodeGap                = "records_deleted"        // 416: retention deleted records the consumer never read
@@ -101,6 +102,8 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusConflict, CodeLeaseHeld, "%s", err)
 	case errors.Is(err, storage.ErrRecordTooLarge), errors.Is(err, storage.ErrBatchTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, CodeRecordTooLarge, "%s", err)
+	case errors.Is(err, storage.ErrInvalidTimestamp):
+		return errorf(http.StatusBadRequest, CodeInvalidTimestamp, "%s", trimPrefix(err.Error()))
 	case errors.Is(err, consumer.ErrInvalid), errors.Is(err, offsets.ErrInvalid), errors.Is(err, storage.ErrEmpty):
 		return errorf(http.StatusBadRequest, CodeBadRequest, "%s", err)
 	case errors.Is(err, passbook.ErrClosed), errors.Is(err, storage.ErrClosed), errors.Is(err, offsets.ErrClosed):

@@ -185,6 +185,8 @@ func TestAppend_BadInput(t *testing.T) {
 		{"oversized JSON body", "/api/topics/small/records", "application/json", `{"records": [{"value": "` + strings.Repeat("x", 5000) + `"}]}`, 413, CodeBodyTooLarge},
 		{"oversized raw body", "/api/topics/small/records", "application/octet-stream", strings.Repeat("x", 5000), 413, CodeBodyTooLarge},
 		{"record too large", "/api/topics/small/partitions/0/records", "application/json", `{"records": [{"value": "` + strings.Repeat("x", 200) + `"}]}`, 413, CodeRecordTooLarge},
+		{"timestamp past message.timestamp.after.max.ms", "/api/topics/small/partitions/0/records", "application/json", `{"records": [{"value": "x", "timestamp": "3000-01-01T00:00:00Z"}]}`, 400, CodeInvalidTimestamp},
+		{"raw timestamp past message.timestamp.after.max.ms", "/api/topics/small/records?timestamp=3000-01-01T00:00:00Z", "application/octet-stream", `x`, 400, CodeInvalidTimestamp},
 		{"wrong content type", "/api/topics/small/records", "application/xml", `<records/>`, 415, CodeUnsupportedMedia},
 		{"form content type", "/api/topics/small/records", "application/x-www-form-urlencoded", `value=x`, 415, CodeUnsupportedMedia},
 		{"no content type", "/api/topics/small/records", "", `{"records": [{"value": "x"}]}`, 415, CodeUnsupportedMedia},
