@@ -55,7 +55,7 @@ func (e *env) bitFlip() (t tally, target string) {
 	lg.Fault() // nothing is in flight: a closed log
 
 	target = flipTargets[e.rng.IntN(len(flipTargets))]
-	file, pos, harmlessField := e.flip(dir, target)
+	file, pos := e.flip(dir, target)
 	if file == "" {
 		return t, target // nothing to flip (no closed segment yet)
 	}
@@ -103,10 +103,13 @@ func (e *env) bitFlip() (t tally, target string) {
 	switch {
 	case detected:
 		t.detected++
-	case !changed && (harmlessField || target == "offsets" || target == "timeindex"):
-		// A field no reader uses, SQLite free space, or a time index
-		// entry moved to a batch with the same newest timestamp: no
-		// read or lookup by time answers differently.
+	case !changed && (target == "offsets" || target == "timeindex"):
+		// SQLite free space, or a time index entry moved to a batch
+		// with the same newest timestamp: no read or lookup by time
+		// answers differently. Every byte of a segment counts: the
+		// fields outside the CRC (base offset, length, partition
+		// leader epoch, magic, the CRC) are checked against what the
+		// broker wrote, so a flip there is detected, never harmless.
 		t.harmless++
 	default:
 		t.undetected++
@@ -200,9 +203,8 @@ func (e *env) readAcross(v logView, p int32, lg *ledger, t *tally, changed *bool
 }
 
 // flip XORs a random byte of a random target file with a random non-zero
-// value. harmless reports a byte no reader uses: a batch's partition
-// leader epoch.
-func (e *env) flip(dir, target string) (file string, pos int64, harmless bool) {
+// value.
+func (e *env) flip(dir, target string) (file string, pos int64) {
 	var candidates []string
 	if target == "offsets" {
 		candidates = []string{filepath.Join(dir, "offsets.db")}
@@ -227,27 +229,19 @@ func (e *env) flip(dir, target string) (file string, pos int64, harmless bool) {
 		}
 	}
 	if len(candidates) == 0 {
-		return "", 0, false
+		return "", 0
 	}
 	file = candidates[e.rng.IntN(len(candidates))]
 	b, err := os.ReadFile(file)
 	if err != nil || len(b) == 0 {
-		return "", 0, false
+		return "", 0
 	}
 	pos = e.rng.Int64N(int64(len(b)))
-	if target == "segment" {
-		base, _ := storage.SegmentBase(file)
-		for sb := range storage.ScanSegment(nil, file, base) {
-			if rel := pos - sb.Pos; rel >= 0 && rel < sb.Size {
-				harmless = rel >= 12 && rel < 16 // partition leader epoch
-			}
-		}
-	}
 	b[pos] ^= byte(1 + e.rng.IntN(255))
 	if err := os.WriteFile(file, b, 0o644); err != nil {
-		return "", 0, false
+		return "", 0
 	}
-	return file, pos, harmless
+	return file, pos
 }
 
 // timeLookup is an answer of OffsetForTime.

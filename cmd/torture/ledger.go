@@ -230,8 +230,8 @@ type tally struct {
 	// below its last successful commit inside a run (the Kafka group; see
 	// docs/reliability.md).
 	rewound int64
-	// bit flips: detected by verify, harmless (a field no reader uses,
-	// or free space), and changed without detection.
+	// bit flips: detected by verify, harmless (free space, or a time
+	// index entry that answers the same), and changed without detection.
 	detected, harmless, undetected int64
 	repairedAway                   int64 // acknowledged records repair took out of the log, reported
 	notes                          []string
