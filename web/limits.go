@@ -17,8 +17,10 @@ import (
 // Options (defaults in server.go):
 //
 //   - connections: MaxConnections open at once, counted by the listener
-//     Serve wraps; one more is answered 503 too_many_connections and
-//     closed, without a goroutine of its own past a few at a time;
+//     Serve wraps; one more takes the place of the connection idle
+//     longest (a second or more), else it is answered 503
+//     too_many_connections and closed, without a goroutine of its own
+//     past a few at a time;
 //   - time: ReadHeaderTimeout and ReadTimeout cut a client that sends its
 //     request slowly (a body cut answers 408 request_timeout),
 //     WriteTimeout one that reads its answer slowly, IdleTimeout an idle
@@ -64,7 +66,11 @@ func (l *limitLog) hit(args ...any) {
 }
 
 // connLimiter is a listener that keeps at most max connections open.
-// Past it, a connection is answered 503 and closed.
+// At the limit, a new connection takes the place of the one idle longest
+// (a keep-alive connection between requests, or one that has sent
+// nothing yet), if idle for a second or more: a flood of idle
+// connections does not lock an operator out. Otherwise it is answered
+// 503 and closed.
 type connLimiter struct {
 	net.Listener
 	s    *Server
@@ -74,10 +80,21 @@ type connLimiter struct {
 	// (each for under a second); past it a refused connection is closed
 	// without an answer.
 	refusers chan struct{}
+
+	mu struct {
+		sync.Mutex
+		idle map[*limitedConn]time.Time // since when, per connection between requests
+	}
 }
 
+// evictAfter is how long a connection must have been idle to make room
+// for a new one at the limit.
+const evictAfter = time.Second
+
 func (s *Server) limitListener(ln net.Listener) *connLimiter {
-	return &connLimiter{Listener: ln, s: s, max: s.o.MaxConnections, refusers: make(chan struct{}, 64)}
+	l := &connLimiter{Listener: ln, s: s, max: s.o.MaxConnections, refusers: make(chan struct{}, 64)}
+	l.mu.idle = map[*limitedConn]time.Time{}
+	return l
 }
 
 func (l *connLimiter) Accept() (net.Conn, error) {
@@ -86,7 +103,12 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n := l.open.Add(1); n > int64(l.max) {
+		n := l.open.Add(1)
+		if n > int64(l.max) && l.evictIdle() {
+			l.open.Add(-1)
+			n = l.open.Add(1)
+		}
+		if n > int64(l.max) {
 			l.open.Add(-1)
 			l.s.m.connRefused.Inc()
 			l.s.connLog.hit("limit", l.max, "flag", "--http-max-connections")
@@ -96,6 +118,46 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		l.s.m.conns.Inc()
 		return &limitedConn{Conn: c, l: l}, nil
 	}
+}
+
+// connState follows the http.Server's connections: those between
+// requests (or before the first) may be evicted.
+func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch st {
+	case http.StateNew, http.StateIdle:
+		l.mu.idle[lc] = time.Now()
+	default:
+		delete(l.mu.idle, lc)
+	}
+}
+
+// evictIdle closes the connection idle longest, if idle for evictAfter
+// or more, and reports whether it did.
+func (l *connLimiter) evictIdle() bool {
+	l.mu.Lock()
+	var oldest *limitedConn
+	var since time.Time
+	for c, t := range l.mu.idle {
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
+		}
+	}
+	if oldest == nil || time.Since(since) < evictAfter {
+		l.mu.Unlock()
+		return false
+	}
+	delete(l.mu.idle, oldest)
+	l.mu.Unlock()
+	oldest.Close()
+	l.s.m.connEvicted.Inc()
+	l.s.evictLog.hit("limit", l.max, "flag", "--http-max-connections")
+	return true
 }
 
 // refuse answers c 503 and closes it. It first reads what the client
@@ -143,6 +205,9 @@ func (c *limitedConn) Close() error {
 	c.once.Do(func() {
 		c.l.open.Add(-1)
 		c.l.s.m.conns.Dec()
+		c.l.mu.Lock()
+		delete(c.l.mu.idle, c)
+		c.l.mu.Unlock()
 	})
 	return err
 }

@@ -291,26 +291,60 @@ func TestServer_Limits_SlowBody(t *testing.T) {
 	normalClient(t, e, 99)
 }
 
-// TestServer_Limits_Connections: past MaxConnections a connection is
-// answered 503 too_many_connections and closed; a place freed is taken
-// again; an idle keep-alive connection is closed after IdleTimeout.
+// TestServer_Limits_Connections: at MaxConnections a new connection
+// takes the place of one idle for a second or more (between requests, or
+// not done sending its headers); with none, it is answered 503
+// too_many_connections and closed.
 func TestServer_Limits_Connections(t *testing.T) {
 	const limit = 5
-	e := newServedEnv(t, &Options{MaxConnections: limit, IdleTimeout: 300 * time.Millisecond})
+	e := newServedEnv(t, &Options{MaxConnections: limit})
 	e.createTopic("orders", 1)
 	addr := strings.TrimPrefix(e.url, "http://")
-	held := make([]net.Conn, limit)
-	for i := range held {
+	// Four connections with a request in progress (long polls: never
+	// evicted), and one between requests.
+	const longPoll = "GET /api/topics/orders/partitions/0/records?offset=latest&wait=30s HTTP/1.1\r\nHost: x\r\n\r\n"
+	for range limit - 1 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		held[i] = c
+		fmt.Fprint(c, longPoll)
 	}
-	// The server counts a connection when it accepts it.
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(idle)
+	fmt.Fprintf(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if r, err := readRaw(br, nil); err != nil || r.status != 200 {
+		t.Fatalf("idle connection's request: %v %d", err, r.status)
+	}
 	waitFor(t, "5 connections counted", func() bool { return e.metric("passbook_http_connections") == limit })
 
+	// The idle one has been idle a second: a new connection takes its place.
+	time.Sleep(1100 * time.Millisecond)
+	normalClient(t, e, 0)
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("the connection idle longest: read %v, want EOF (closed for a new one)", err)
+	}
+	if got := e.metric("passbook_http_connections_evicted_total"); got != 1 {
+		t.Errorf("passbook_http_connections_evicted_total %v, want 1", got)
+	}
+
+	// Now every connection is busy, or idle for less than a second (the
+	// normal client's, which it closes): one more is refused.
+	http.DefaultClient.CloseIdleConnections()
+	waitFor(t, "the normal client's connection closed", func() bool { return e.metric("passbook_http_connections") == limit-1 })
+	busy, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	fmt.Fprint(busy, longPoll)
+	waitFor(t, "5 connections counted", func() bool { return e.metric("passbook_http_connections") == limit })
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -328,21 +362,27 @@ func TestServer_Limits_Connections(t *testing.T) {
 	if got := e.metric("passbook_http_connections_refused_total"); got != 1 {
 		t.Errorf("passbook_http_connections_refused_total %v, want 1", got)
 	}
+}
 
-	// One held connection makes a request and goes idle: IdleTimeout
-	// closes it, which frees a place for a normal client.
-	idle := held[0]
-	idle.SetDeadline(time.Now().Add(5 * time.Second))
-	fmt.Fprintf(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-	br := bufio.NewReader(idle)
+// TestServer_Limits_IdleTimeout: a keep-alive connection idle for
+// IdleTimeout is closed.
+func TestServer_Limits_IdleTimeout(t *testing.T) {
+	e := newServedEnv(t, &Options{IdleTimeout: 300 * time.Millisecond})
+	c, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	if r, err := readRaw(br, nil); err != nil || r.status != 200 {
-		t.Fatalf("held connection: %v %d", err, r.status)
+		t.Fatalf("request: %v %d", err, r.status)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("idle connection: read %v, want EOF (closed after the idle timeout)", err)
 	}
-	waitFor(t, "the idle connection's place freed", func() bool { return e.metric("passbook_http_connections") == limit-1 })
-	normalClient(t, e, 0)
+	waitFor(t, "the idle connection's place freed", func() bool { return e.metric("passbook_http_connections") == 0 })
 }
 
 // TestServer_Limits_StreamsOutliveTimeouts: SSE streams and long polls

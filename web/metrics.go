@@ -27,6 +27,7 @@ type metrics struct {
 	// The limits (limits.go).
 	conns          prometheus.Gauge
 	connRefused    prometheus.Counter
+	connEvicted    prometheus.Counter
 	streamsRefused prometheus.Counter
 	streamsDropped *prometheus.CounterVec // reason
 	throttled      prometheus.Counter
@@ -81,6 +82,10 @@ func newMetrics(s *Server) *metrics {
 			Name: "passbook_http_connections_refused_total",
 			Help: "HTTP connections answered 503 too_many_connections and closed: over --http-max-connections.",
 		}),
+		connEvicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "passbook_http_connections_evicted_total",
+			Help: "Idle HTTP connections closed at --http-max-connections to make room for a new one.",
+		}),
 		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "passbook_http_sse_refused_total",
 			Help: "SSE streams refused with 503 too_many_streams: over --http-max-streams.",
@@ -106,7 +111,7 @@ func newMetrics(s *Server) *metrics {
 	}
 	s.reg.MustRegister(m.appendRecords, m.appendBytes, m.appendSeconds, m.readRecords, m.readBytes,
 		m.requests, m.requestSeconds, m.streams, newStateCollector(s),
-		m.conns, m.connRefused, m.streamsRefused, m.streamsDropped, m.throttled, m.bodyTimeouts,
+		m.conns, m.connRefused, m.connEvicted, m.streamsRefused, m.streamsDropped, m.throttled, m.bodyTimeouts,
 		limit("passbook_http_connections_max", "The limit of HTTP connections open at once (--http-max-connections).", s.o.MaxConnections),
 		limit("passbook_http_sse_streams_max", "The limit of SSE streams open at once (--http-max-streams).", s.o.MaxStreams))
 	if s.o.SyncTimer != nil {

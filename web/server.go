@@ -203,7 +203,7 @@ type Server struct {
 	hub    *hub
 	limits *streamLimiter
 	// The limits' log lines, at most one a minute each.
-	connLog, streamLog, clientLog, timeoutLog *limitLog
+	connLog, evictLog, streamLog, clientLog, timeoutLog *limitLog
 
 	// srv is the http.Server of Serve, for Shutdown.
 	srvMu sync.Mutex
@@ -239,6 +239,7 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 	s.limits = newStreamLimiter(s)
 	const refused = "refused_since_last_line"
 	s.connLog = &limitLog{log: s.log, key: refused, msg: "http: connection limit reached; refusing connections with 503"}
+	s.evictLog = &limitLog{log: s.log, key: "closed_since_last_line", msg: "http: connection limit reached; closing the connection idle longest for a new one"}
 	s.streamLog = &limitLog{log: s.log, key: refused, msg: "http: SSE stream limit reached; refusing streams with 503"}
 	s.clientLog = &limitLog{log: s.log, key: refused, msg: "http: a client reached its limit of streams and long polls; refusing with 429"}
 	s.timeoutLog = &limitLog{log: s.log, key: "cut_since_last_line", msg: "http: request bodies cut by the read timeout; answered 408"}
@@ -347,6 +348,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		MaxHeaderBytes:    s.o.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	cl := s.limitListener(ln)
+	srv.ConnState = cl.connState
 	s.srvMu.Lock()
 	if s.srv != nil {
 		s.srvMu.Unlock()
@@ -358,7 +361,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		"write_timeout", s.o.WriteTimeout, "idle_timeout", s.o.IdleTimeout, "max_header_bytes", s.o.MaxHeaderBytes,
 		"max_connections", s.o.MaxConnections, "max_streams", s.o.MaxStreams,
 		"max_streams_per_client", s.o.MaxStreamsPerClient, "stream_write_timeout", s.o.StreamWriteTimeout)
-	return srv.Serve(s.limitListener(ln))
+	return srv.Serve(cl)
 }
 
 // Shutdown closes the server (Close) and then shuts down what Serve

@@ -213,22 +213,23 @@ func TestHostile_HTTP_SlowBodies(t *testing.T) {
 	budget(t, "peak RSS", p.peakRSS(t), 200*mib)
 }
 
-// TestHostile_HTTP_ConnectionCap: at --http-max-connections a new
-// connection is answered 503 too_many_connections and closed, the server's
-// descriptors stay at the cap, and a keep-alive connection idle for
-// --http-idle-timeout is closed, which makes room again.
+// TestHostile_HTTP_ConnectionCap: at --http-max-connections, with every
+// connection busy (long polls), a new connection is answered 503
+// too_many_connections and closed and the descriptors stay at the cap;
+// once some are idle for a second, a new client (an operator) takes the
+// place of the one idle longest; idle keep-alive connections are closed
+// at --http-idle-timeout.
 func TestHostile_HTTP_ConnectionCap(t *testing.T) {
 	const limit = 200
-	p := startServe(t, "--http-max-connections", strconv.Itoa(limit), "--http-idle-timeout", "1s")
+	p := startServe(t, "--http-max-connections", strconv.Itoa(limit), "--http-idle-timeout", "3s", "--http-max-streams-per-client", "1000")
 	p.createTopicHTTP(t, "orders")
 	n := newNormalClient(t, p.kafkaAddr, "conncap")
 	baseFDs := p.fds(t)
-	held := dialMany(t, p.httpAddr, limit)
-	// Each held connection makes one request and stays open, idle.
-	for i, c := range held[:limit/2] {
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		if code, _, _, err := statusLine(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil || code != 200 {
-			t.Fatalf("held connection %d: %d %v", i, code, err)
+	const longPoll = "GET /api/topics/orders/partitions/0/records?offset=latest&wait=30s HTTP/1.1\r\nHost: x\r\n\r\n"
+	busy := dialMany(t, p.httpAddr, limit)
+	for _, c := range busy {
+		if _, err := io.WriteString(c, longPoll); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// 50 clients come one after another, each told to come back later.
@@ -247,16 +248,36 @@ func TestHostile_HTTP_ConnectionCap(t *testing.T) {
 	fdBudget(t, "descriptors at the cap", p.fds(t), baseFDs+limit+20)
 	n.during(t, time.Second) // the Kafka port is not the HTTP port's cap
 
-	// The idle half is closed after 1 s; the connections that never sent
-	// a request by the read-header timeout.
-	for i, c := range held[:limit/2] {
-		if !closedByPeer(c, 5*time.Second) {
-			t.Fatalf("idle connection %d still open", i)
+	// Half the long polls end (their clients leave); as many connections
+	// make a request and stay open, idle.
+	for _, c := range busy[:limit/2] {
+		c.Close()
+	}
+	for deadline := time.Now().Add(10 * time.Second); p.fds(t) > baseFDs+limit/2+20; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors 10 s after half the long polls left", p.fds(t))
 		}
 	}
+	idle := dialMany(t, p.httpAddr, limit/2)
+	for i, c := range idle {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		if code, _, _, err := statusLine(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil || code != 200 {
+			t.Fatalf("idle connection %d: %d %v", i, code, err)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // idle long enough to make room
 	p.httpRound(t, "orders", 0)
+	if got := p.metric(t, "passbook_http_connections_evicted_total"); got < 1 {
+		t.Errorf("passbook_http_connections_evicted_total = %v, want at least 1", got)
+	}
 	if got := p.metric(t, "passbook_http_connections_refused_total"); got != 50 {
 		t.Errorf("passbook_http_connections_refused_total = %v, want 50", got)
+	}
+	// The rest of the idle ones are closed at the idle timeout.
+	for i, c := range idle {
+		if !closedByPeer(c, 10*time.Second) {
+			t.Fatalf("idle connection %d still open", i)
+		}
 	}
 	budget(t, "peak RSS", p.peakRSS(t), 200*mib)
 }
