@@ -390,16 +390,25 @@ func TestServer_Limits_IdleTimeout(t *testing.T) {
 // stream whose subscriber stops reading is cut by StreamWriteTimeout and
 // counted, and appends go on meanwhile.
 func TestServer_Limits_StreamsOutliveTimeouts(t *testing.T) {
-	e := newServedEnv(t, &Options{ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, StreamWriteTimeout: 500 * time.Millisecond})
+	const timeout = 500 * time.Millisecond
+	e := newServedEnv(t, &Options{ReadTimeout: timeout, WriteTimeout: timeout, StreamWriteTimeout: timeout})
 	topic := e.createTopic("orders", 1)
 	stream := e.openSSE("/api/topics/orders/partitions/0/stream?from=earliest", nil)
-	time.Sleep(time.Second) // past both timeouts
+	time.Sleep(3 * timeout) // past both timeouts
 	fill(t, topic, 0, 1)
-	if ev := stream.next(t, 2*time.Second); ev.name != "record" || ev.id != "0" {
-		t.Fatalf("after 1 s: event %+v, want record 0", ev)
+	if ev := stream.next(t, 5*time.Second); ev.name != "record" || ev.id != "0" {
+		t.Fatalf("after the timeouts: event %+v, want record 0", ev)
 	}
-	go func() { time.Sleep(800 * time.Millisecond); fill(t, topic, 0, 1) }()
-	r := e.get("/api/topics/orders/partitions/0/records?offset=1&wait=3s")
+	appended := make(chan error, 1)
+	go func() {
+		time.Sleep(3 * timeout)
+		_, err := topic.AppendTo(0, []passbook.Record{{Value: []byte("late")}}, 0)
+		appended <- err
+	}()
+	r := e.get("/api/topics/orders/partitions/0/records?offset=1&wait=10s")
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
 	if r.status != 200 || !strings.Contains(string(r.body), `"offset":1`) {
 		t.Fatalf("long poll past the write timeout: %d %s", r.status, r.body)
 	}
@@ -426,7 +435,6 @@ func TestServer_Limits_StreamsOutliveTimeouts(t *testing.T) {
 		fill(t, topic, 0, 1) // appends go on meanwhile
 		return e.metric("passbook_http_sse_dropped_total", "reason=write_timeout") == 1
 	})
-	normalClient(t, e, 0)
 }
 
 // TestServer_Limits_MaxHeaderBytes: headers over MaxHeaderBytes are
