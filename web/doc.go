@@ -4,14 +4,26 @@
 //
 //	db, _ := passbook.Open(dir, nil)
 //	ws := web.NewServer(db, nil)    // an http.Handler
-//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: ws}
-//	go srv.ListenAndServe()
+//	ln, _ := net.Listen("tcp", "127.0.0.1:8080")
+//	go ws.Serve(ln)                 // with the Options' timeouts and connection cap
 //	…
-//	ws.Close()                      // end SSE streams and long polls
-//	srv.Shutdown(ctx)               // then the requests in progress
+//	ws.Shutdown(ctx)                // end SSE streams and long polls, then the requests in progress
 //	db.Close()
 //
-// `passbook serve --http ADDR` does this beside the Kafka server.
+// `passbook serve --http ADDR` does this beside the Kafka server. Served
+// as an http.Handler on an http.Server of one's own, the Server still
+// caps its SSE streams (MaxStreams, MaxStreamsPerClient) but the
+// timeouts and the connection cap are that http.Server's to set.
+//
+// # Limits
+//
+// limits.go bounds what a client can make the server spend: connections
+// (the one idle longest makes room, else 503), timeouts for reading a
+// request and writing an answer (a slow body is cut with 408), SSE
+// streams in all (503) and per client (429, with long polls), each with a
+// Retry-After, a metric and a log line a minute while it bites. An SSE
+// stream costs one goroutine: it takes its connection over from net/http
+// and bounds each write by Options.StreamWriteTimeout.
 //
 // # Routes
 //
@@ -34,7 +46,8 @@
 //
 // # Files
 //
-//	server.go     Options, Server, the route table, JSON in and out
+//	server.go     Options, Server, Serve and Shutdown, the route table, JSON in and out
+//	limits.go     the connection cap, the stream limits, their log lines
 //	errors.go     the error codes; engine errors → codes and statuses
 //	topics.go     topic endpoints
 //	records.go    append, read and long poll; records as JSON
