@@ -59,6 +59,14 @@ holds at most --fetch-max-bytes of records (the first batch whole), and all
 responses being written at most --queued-max-response-bytes. With --http,
 /metrics counts each (passbook_kafka_*); docs/reliability.md has the table.
 
+The HTTP API (--http) is bounded too: --http-max-connections (the connection
+idle longest makes room, else 503), --http-read-header-timeout,
+--http-read-timeout (a slow body is cut: 408), --http-write-timeout,
+--http-idle-timeout, --http-max-header-bytes, and SSE streams:
+--http-max-streams in all (503) and --http-max-streams-per-client with long
+polls (429), each write within --http-stream-write-timeout. Each has a
+passbook_http_* metric; docs/http-api.md has the table.
+
 On SIGTERM or SIGINT it stops accepting connections, answers the requests it
 has already read, then closes the data directory (fsync and clean-shutdown
 checkpoint).`,
