@@ -19,7 +19,7 @@ func httpFlags(f *pflag.FlagSet, o *web.Options) {
 	f.DurationVar(&o.WriteTimeout, "http-write-timeout", d.WriteTimeout, "HTTP: close a connection whose answer takes longer to be taken (long polls add their wait; SSE streams use --http-stream-write-timeout)")
 	f.DurationVar(&o.IdleTimeout, "http-idle-timeout", d.IdleTimeout, "HTTP: close a keep-alive connection idle that long")
 	f.IntVar(&o.MaxHeaderBytes, "http-max-header-bytes", d.MaxHeaderBytes, "HTTP: largest request line and headers; more is answered 431")
-	f.IntVar(&o.MaxConnections, "http-max-connections", d.MaxConnections, "HTTP: most connections open at once; more are answered 503 and closed")
+	f.IntVar(&o.MaxConnections, "http-max-connections", d.MaxConnections, "HTTP: most connections open at once; at the limit a new one takes the place of the one idle longest (1 s or more), else it is answered 503 and closed")
 	f.IntVar(&o.MaxStreams, "http-max-streams", d.MaxStreams, "HTTP: most SSE streams (record streams, the dashboard's /api/events) open at once; more are answered 503")
 	f.IntVar(&o.MaxStreamsPerClient, "http-max-streams-per-client", d.MaxStreamsPerClient, "HTTP: most SSE streams and long polls one client (IP address) has open at once; more are answered 429")
 	f.DurationVar(&o.StreamWriteTimeout, "http-stream-write-timeout", d.StreamWriteTimeout, "HTTP: cut an SSE subscriber that does not take a write within this")
