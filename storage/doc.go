@@ -68,8 +68,11 @@
 // the operating system (it survives the process being killed), or it was
 // fsync'd (it survives power loss), or it will be within
 // Options.SyncInterval. Concurrent fsync'd appends share one fsync. After
-// a failed write or fsync every later append fails with the same error
-// until the log is reopened: the log never pretends a write happened.
+// a failed write or fsync every later append fails with ErrUnwritable: the
+// log never pretends a write happened. A failed write (ENOSPC, EROFS,
+// EMFILE) is retried with backoff and the log takes appends again once
+// the disk does (see recover.go and Log.Health); after a failed fsync it
+// refuses them until reopened.
 //
 // # Compaction
 //
