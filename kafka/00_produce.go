@@ -8,10 +8,16 @@ package kafka
 // producers.go).
 //
 // Each partition's records must be one batch. storage.Log.AppendBatch
-// validates it completely before writing anything (CRC-32C, lengths,
-// record count and offset deltas, record sizes), assigns its offsets by
-// patching the base offset, and stores the bytes as received: compressed
-// batches stay compressed. The append happens on the connection's reader,
+// validates it completely before writing anything — CRC-32C, lengths,
+// record count and offset deltas (CORRUPT_MESSAGE); record and header
+// counts against the bytes that hold them, checked before anything is
+// allocated (INVALID_RECORD); each record's size, headers included,
+// against max.message.bytes (MESSAGE_TOO_LARGE); every timestamp against
+// the topic's message.timestamp.before.max.ms and after.max.ms
+// (INVALID_TIMESTAMP) — assigns its offsets by patching the base offset,
+// sets the partition leader epoch to 0, and stores the bytes as
+// received: compressed batches stay compressed. See docs/kafka.md, "What
+// a produced batch must satisfy". The append happens on the connection's reader,
 // in request order; the wait for durability happens on its writer:
 // acks=−1 waits for an fsync (shared by every append made meanwhile, on
 // any connection), acks=1 for the topic's durability (by default, the
@@ -119,7 +125,8 @@ func (s *Server) appendBatch(topic string, part int32, l *storage.Log, b []byte)
 	}
 	if err == nil {
 		// This broker has always led the partition: epoch 0. The CRC
-		// does not cover the field.
+		// does not cover the field (storage stamps it too, and verify
+		// checks it).
 		batch.SetLeaderEpoch(b, leaderEpoch)
 		if h.ProducerID >= 0 {
 			return s.producers.append(topic, part, l, b, h)
