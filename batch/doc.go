@@ -43,6 +43,12 @@
 // compressed batch may decompress to at most Decoder.MaxDecompressed bytes
 // (DefaultMaxDecompressed), so a small batch cannot claim gigabytes.
 //
+// Decoding costs what the bytes hold, whatever the counts claim: a
+// record count needs MinRecordBytes a record and a header count
+// HeaderOverhead bytes a header of what is left, or the batch is
+// ErrInvalidRecord before anything is allocated for them. Validate counts
+// headers against the record size limit (RecordSize) and keeps none.
+//
 // # Allocation
 //
 // Decoding an uncompressed batch allocates nothing per record: a Record's
