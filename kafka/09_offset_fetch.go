@@ -124,6 +124,13 @@ func (co *coordinator) storeErrorCode(err error) int16 {
 	if errors.Is(err, offsets.ErrClosed) || errors.Is(err, context.Canceled) {
 		return kerr.CoordinatorNotAvailable.Code
 	}
+	if errors.Is(err, offsets.ErrUnavailable) {
+		// The store can no longer make a commit durable (it logged why,
+		// once): retriable, as Kafka answers when it cannot append to
+		// __consumer_offsets; the client retries, and finds the
+		// coordinator again once the server is restarted.
+		return kerr.CoordinatorNotAvailable.Code
+	}
 	co.log.Warn("kafka: offset store failed", "err", err)
 	return kerr.UnknownServerError.Code
 }

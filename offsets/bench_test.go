@@ -42,9 +42,27 @@ func BenchmarkSQLite_Commit_SyncFull(b *testing.B) {
 	benchCommit(b, &offsets.Options{Synchronous: offsets.SyncFull}, false)
 }
 
+// SyncGroup alone: an fsync per commit, as SyncFull, through the store's
+// own WAL handle.
+func BenchmarkSQLite_Commit_SyncGroup(b *testing.B) {
+	benchCommit(b, &offsets.Options{Synchronous: offsets.SyncGroup}, false)
+}
+
 // Goroutines commit their own partitions; the connection serializes them.
-func BenchmarkSQLite_Commit_Parallel(b *testing.B) {
-	s := open(b, tempPath(b), nil)
+func BenchmarkSQLite_Commit_Parallel(b *testing.B) { benchParallel(b, nil) }
+
+// SyncGroup's committers share fsyncs.
+func BenchmarkSQLite_Commit_Parallel_SyncGroup(b *testing.B) {
+	benchParallel(b, &offsets.Options{Synchronous: offsets.SyncGroup})
+}
+
+func BenchmarkSQLite_Commit_Parallel_SyncFull(b *testing.B) {
+	benchParallel(b, &offsets.Options{Synchronous: offsets.SyncFull})
+}
+
+func benchParallel(b *testing.B, opts *offsets.Options) {
+	s := open(b, tempPath(b), opts)
+	b.SetParallelism(8)
 	var next atomic.Int32
 	b.RunParallel(func(pb *testing.PB) {
 		k := offsets.Key{Consumer: "bench", Topic: "orders", Partition: next.Add(1)}

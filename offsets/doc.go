@@ -68,8 +68,20 @@
 //     survives a crash of the process, and a power loss may roll back the
 //     last commits (the file stays consistent; the WAL is fsync'd at each
 //     checkpoint), and the consumer re-reads those records: at least once.
+//
 //   - SyncFull: the WAL is fsync'd before Commit returns; the commit
 //     survives a power loss, at an fsync per commit.
+//
+//   - SyncGroup: as durable as SyncFull, but concurrent commits share
+//     the fsync (group commit): each is written as in SyncNormal, then
+//     waits for an fsync of the WAL begun after its write. passbook serve
+//     uses it, so an acknowledged Kafka OffsetCommit survives a power
+//     loss. A failed fsync makes the store refuse every later write
+//     (ErrUnavailable) until it is reopened.
+//
+// Options.FS runs the store on a vfs.FS instead of the OS, through a
+// SQLite VFS of this package: on a vfs.MemFS, MemFS.Crash cuts the power
+// under it (TestSQLite_PowerLoss).
 //
 // # Locking and speed
 //

@@ -29,6 +29,13 @@ var (
 	ErrSchemaVersion = errors.New("offsets: unknown schema version")
 	// ErrLocked: another connection or process holds the database.
 	ErrLocked = errors.New("offsets: database locked")
+	// ErrUnavailable: the store can no longer make a commit durable — an
+	// fsync of its WAL failed (SyncGroup), or its file was deleted or
+	// replaced under it. Nothing written since can be trusted to be on
+	// disk; the store refuses every later write. Reopen it (restart the
+	// server) after seeing to the cause; passbook verify says what is
+	// readable.
+	ErrUnavailable = errors.New("offsets: store unavailable")
 )
 
 // LeaseHeldError is returned by Acquire when another holder's lease is

@@ -27,7 +27,7 @@ func (s *SQLite) NextID(ctx context.Context, name string) (int64, error) {
 			if err := c.Exec(`PRAGMA synchronous=FULL`); err != nil {
 				return err
 			}
-			defer c.Exec(`PRAGMA synchronous=` + s.opts.Synchronous.String())
+			defer c.Exec(`PRAGMA synchronous=` + s.opts.Synchronous.pragma())
 		}
 		st, _, err := c.Prepare(nextIDSQL)
 		if err != nil {

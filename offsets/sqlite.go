@@ -12,6 +12,8 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/driver"
+
+	"github.com/passbook-log/passbook/vfs"
 )
 
 // pageSize applies to new databases only. Each commit appends one page to
@@ -55,6 +57,13 @@ type SQLite struct {
 	// wal maps the direct connection's WAL while the store is not shared
 	// (walmap_linux.go); nil when it does not.
 	wal *walVFS
+	// fsVFS is Options.FS's VFS; nil on the OS.
+	fsVFS *fsVFS
+
+	// group is SyncGroup's group commit, walSync its WAL handle; nil in
+	// the other modes.
+	group   *groupSync
+	walSync *walSyncer
 
 	txMu   sync.Mutex // serializes preparing txStmt
 	txStmt atomic.Pointer[sql.Stmt]
@@ -83,20 +92,34 @@ func Open(path string, opts *Options) (*SQLite, error) {
 		return nil, fmt.Errorf("%w: empty path", ErrInvalid)
 	}
 	s := &SQLite{path: path, opts: o}
-	name := path
-	if !o.Shared {
+	name, poolName := path, path
+	switch {
+	case o.FS != nil:
+		if name, s.fsVFS, err = newFSVFS(o.FS, path); err != nil {
+			return nil, fmt.Errorf("offsets: open %s: %w", path, err)
+		}
+		poolName = name
+	case !o.Shared:
 		if name, s.wal, err = newWALVFS(path); err != nil {
 			return nil, fmt.Errorf("offsets: open %s: %w", path, err)
 		}
 	}
+	if o.Synchronous == SyncGroup {
+		fsys := o.FS
+		if fsys == nil {
+			fsys = vfs.OS()
+		}
+		s.walSync = &walSyncer{open: openWAL(fsys, path)}
+		s.group = newGroupSync(s.walSync.sync)
+	}
 	c, err := sqlite3.Open(name)
 	if err != nil {
-		s.wal.unregister()
+		s.unregister()
 		return nil, fmt.Errorf("offsets: open %s: %w", path, err)
 	}
 	if err := s.setup(c); err != nil {
 		closeConn(c)
-		s.wal.unregister()
+		s.unregister()
 		if errors.Is(err, sqlite3.BUSY) {
 			return nil, fmt.Errorf("%w: open %s: another process or connection holds it: %w", ErrLocked, path, err)
 		}
@@ -109,7 +132,7 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	s.shared.Store(o.Shared)
 	// The pool opens no connection until used; its first connection
 	// switches the direct one to shared locking (initConn).
-	s.db, err = driver.Open(path, s.initConn)
+	s.db, err = driver.Open(poolName, s.initConn)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("offsets: open %s: %w", path, err)
@@ -134,7 +157,7 @@ func (s *SQLite) setup(c *sqlite3.Conn) error {
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("journal mode is %q, not wal", mode)
 	}
-	if err := c.Exec(`PRAGMA synchronous=` + s.opts.Synchronous.String()); err != nil {
+	if err := c.Exec(`PRAGMA synchronous=` + s.opts.Synchronous.pragma()); err != nil {
 		return err
 	}
 	if err := migrate(c, s.path, migrations); err != nil {
@@ -195,7 +218,13 @@ func (s *SQLite) initConn(c *sqlite3.Conn) error {
 	if err := c.BusyTimeout(s.opts.BusyTimeout); err != nil {
 		return err
 	}
-	return c.Exec(`PRAGMA synchronous=` + s.opts.Synchronous.String())
+	// The pool's transactions (CommitTx, an application's own) are not
+	// the store's to group: in SyncGroup each is fsync'd at its commit.
+	sync := s.opts.Synchronous
+	if sync == SyncGroup {
+		sync = SyncFull
+	}
+	return c.Exec(`PRAGMA synchronous=` + sync.String())
 }
 
 // share switches the direct connection to normal locking.
@@ -238,11 +267,20 @@ func (s *SQLite) Close() error {
 	}
 	err = errors.Join(err, closeConn(s.mu.conn))
 	s.mu.conn = nil
-	s.wal.unregister()
+	if s.walSync != nil {
+		err = errors.Join(err, s.walSync.close())
+	}
+	s.unregister()
 	if err != nil {
 		return fmt.Errorf("offsets: close %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// unregister drops the store's own VFS, if any.
+func (s *SQLite) unregister() {
+	s.wal.unregister()
+	s.fsVFS.unregister()
 }
 
 // closeConn finalizes c's statements, which would keep it open, and
@@ -270,16 +308,29 @@ func (s *SQLite) do(ctx context.Context, fn func(c *sqlite3.Conn) error) error {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c := s.mu.conn
 	if c == nil {
+		s.mu.Unlock()
 		return ErrClosed
 	}
+	var before int64
+	if s.group != nil {
+		before = c.TotalChanges()
+	}
 	c.SetInterrupt(ctx)
-	defer c.SetInterrupt(context.Background())
 	err := fn(c)
+	c.SetInterrupt(context.Background())
+	var ticket uint64
+	if err == nil && s.group != nil && c.TotalChanges() != before {
+		ticket = s.group.ticket() // after the write, in the WAL's order
+	}
+	s.mu.Unlock()
 	if err != nil && errors.Is(err, sqlite3.INTERRUPT) && ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if ticket != 0 {
+		// Outside the lock: commits written meanwhile share the fsync.
+		return s.group.wait(ticket)
 	}
 	return err
 }
@@ -290,7 +341,7 @@ func wrap(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{ErrClosed, ErrInvalid, ErrNotFound, ErrFenced, ErrLeaseHeld} {
+	for _, e := range []error{ErrClosed, ErrInvalid, ErrNotFound, ErrFenced, ErrLeaseHeld, ErrUnavailable} {
 		if errors.Is(err, e) {
 			return err
 		}

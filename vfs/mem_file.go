@@ -111,6 +111,22 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteAt writes at off, as os.File.WriteAt (an append-only file
+// refuses it). It is not part of File: the storage engine only appends;
+// the offset store's SQLite needs it (offsets.Options.FS).
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.check("writeat", true, f.write); err != nil {
+		return 0, err
+	}
+	if off < 0 || f.append {
+		return 0, &fs.PathError{Op: "writeat", Path: f.name, Err: syscall.EINVAL}
+	}
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	f.n.writeAtLocked(p, off)
+	return len(p), nil
+}
+
 func (f *memFile) Close() error {
 	if f.closed.Swap(true) {
 		return &fs.PathError{Op: "close", Path: f.name, Err: fs.ErrClosed}

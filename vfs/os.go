@@ -140,3 +140,6 @@ func (f osFile) Sync() error { return datasync(f.f) }
 
 // OSFile returns the underlying *os.File, for sendfile and the like.
 func (f osFile) OSFile() *os.File { return f.f }
+
+// WriteAt is os.File.WriteAt: see memFile.WriteAt.
+func (f osFile) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(p, off) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/kafka"
+	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/passbook-log/passbook/web"
 	"github.com/spf13/cobra"
@@ -25,6 +26,7 @@ func newServeCmd(e *env) *cobra.Command {
 		autoTopic bool
 		grace     time.Duration
 		maxFiles  int
+		offSync   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -82,7 +84,12 @@ checkpoint).`,
 			log := e.logger()
 			logFileLimit(log.Debug)
 			timer := web.NewSyncTimer(nil) // fsync latency for /metrics
-			db, err := passbook.Open(e.data, &passbook.Options{Logger: log, FS: timer, MaxOpenSegmentFiles: maxFiles})
+			sync, err := offsets.ParseSync(offSync)
+			if err != nil {
+				return usageError{fmt.Errorf("--offsets-sync: %w", err)}
+			}
+			db, err := passbook.Open(e.data, &passbook.Options{Logger: log, FS: timer, MaxOpenSegmentFiles: maxFiles,
+				Offsets: offsets.Options{Synchronous: sync}})
 			if err != nil {
 				return err
 			}
@@ -126,6 +133,7 @@ checkpoint).`,
 	f.DurationVar(&ko.GroupMinSessionTimeout, "group-min-session-timeout", time.Second, "shortest session timeout a consumer group member may ask for")
 	f.DurationVar(&ko.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "longest session timeout a consumer group member may ask for")
 	f.IntVar(&maxFiles, "max-open-segment-files", storage.DefaultMaxOpenFiles, "most segment files (log, index, time index) open at once over all partitions; the least recently used are closed and reopened when next read (passbook's own: Kafka keeps all open and needs ulimit -n above 3 per segment); -1: no limit")
+	f.StringVar(&offSync, "offsets-sync", "group", "when an OffsetCommit is answered: group (fsync'd, shared with concurrent commits: it survives a power loss), full (an fsync of its own) or normal (written to the OS: it survives the server being killed, not a power loss)")
 	f.DurationVar(&grace, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress")
 	return cmd
 }
