@@ -181,6 +181,11 @@ func (db *DB) load() (*DB, error) {
 	if oo.Now == nil {
 		oo.Now = o.Now
 	}
+	if oo.OnUnavailable == nil {
+		oo.OnUnavailable = func(err error) {
+			o.Logger.Error("offset store unavailable: every commit is refused until a restart", "err", err)
+		}
+	}
 	if db.offsets, err = offsets.Open(filepath.Join(dir, "offsets.db"), &oo); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("passbook: open offset store: %w", err)

@@ -1,6 +1,7 @@
 package offsets
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -56,7 +57,9 @@ func (g *groupSync) wait(t uint64) error {
 		g.syncs.Add(1)
 		g.mu.Lock()
 		g.running = false
-		if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			g.err = err
+		} else if err != nil {
 			g.err = fmt.Errorf("%w: fsync of the WAL failed, so no commit since the last good one can be called durable: %w", ErrUnavailable, err)
 		} else {
 			g.synced = max(g.synced, target)

@@ -61,6 +61,10 @@ type Options struct {
 	// WAL after a crash, never data) stays in a temporary directory of
 	// the OS; the WAL is written with plain writes, not a mapping.
 	FS vfs.FS
+	// OnUnavailable, if set, is called once when the store becomes
+	// unavailable (ErrUnavailable: its file deleted, replaced or
+	// truncated under it, or a failed fsync), with the reason.
+	OnUnavailable func(error)
 }
 
 // ParseSync reads a Sync's String.

@@ -65,6 +65,12 @@ type SQLite struct {
 	group   *groupSync
 	walSync *walSyncer
 
+	// lost is the error that made the store unavailable (identity.go,
+	// groupSync); fileID the file it opened, watched until Close.
+	lost                 atomic.Pointer[error]
+	fileID               fileID
+	watchStop, watchDone chan struct{}
+
 	txMu   sync.Mutex // serializes preparing txStmt
 	txStmt atomic.Pointer[sql.Stmt]
 
@@ -110,7 +116,13 @@ func Open(path string, opts *Options) (*SQLite, error) {
 			fsys = vfs.OS()
 		}
 		s.walSync = &walSyncer{open: openWAL(fsys, path)}
-		s.group = newGroupSync(s.walSync.sync)
+		s.group = newGroupSync(func() error {
+			// A store whose file is gone would fsync a file no one reads.
+			if err := s.checkFile(); err != nil {
+				return err
+			}
+			return s.walSync.sync()
+		})
 	}
 	c, err := sqlite3.Open(name)
 	if err != nil {
@@ -136,6 +148,9 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("offsets: open %s: %w", path, err)
+	}
+	if o.FS == nil {
+		s.watch()
 	}
 	return s, nil
 }
@@ -253,6 +268,7 @@ func (s *SQLite) share() error {
 // does: a transaction in progress on DB may still finish. Later calls fail
 // with ErrClosed; a second Close returns nil.
 func (s *SQLite) Close() error {
+	s.stopWatch() // before the lock: the watcher takes none, but fail may call out
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.conn == nil {
@@ -307,6 +323,9 @@ func (s *SQLite) do(ctx context.Context, fn func(c *sqlite3.Conn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if p := s.lost.Load(); p != nil {
+		return *p
+	}
 	s.mu.Lock()
 	c := s.mu.conn
 	if c == nil {
@@ -330,7 +349,10 @@ func (s *SQLite) do(ctx context.Context, fn func(c *sqlite3.Conn) error) error {
 	}
 	if ticket != 0 {
 		// Outside the lock: commits written meanwhile share the fsync.
-		return s.group.wait(ticket)
+		if err := s.group.wait(ticket); err != nil {
+			s.fail(err)
+			return err
+		}
 	}
 	return err
 }
