@@ -3,14 +3,17 @@ package passbook_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/storage"
+	"github.com/passbook-log/passbook/vfs"
 )
 
 // damagedDataDir makes a data directory with a healthy topic "good" and
@@ -144,5 +147,69 @@ func TestDB_DamagedPartitionFenced(t *testing.T) {
 	head := l.Head()
 	if off, err := bad.AppendTo(1, []passbook.Record{{Value: []byte("after repair")}}, storage.Fsync); err != nil || off != head {
 		t.Fatalf("append after repair = %d, %v; want %d", off, err, head)
+	}
+}
+
+// emfileFS fails every open under one directory with EMFILE, as a
+// process out of file descriptors does.
+type emfileFS struct {
+	vfs.FS
+	under string
+}
+
+func (e emfileFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	if strings.HasPrefix(name, e.under) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	return e.FS.OpenFile(name, flag, perm)
+}
+
+// TestDB_OpenOutOfFileDescriptors: a partition that cannot get a file
+// descriptor at Open is fenced with EMFILE as its reason while the rest
+// is served; with descriptors to spare the next Open serves it, nothing
+// to repair.
+func TestDB_OpenOutOfFileDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	db, err := passbook.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := db.CreateTopic("orders", passbook.TopicConfig{Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if _, err := topic.AppendTo(p, []passbook.Record{{Value: []byte("v")}}, storage.InOS); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	db, err = passbook.Open(dir, &passbook.Options{FS: emfileFS{FS: vfs.OS(), under: filepath.Join(dir, "topics", "orders", "2")}})
+	if err != nil {
+		t.Fatalf("Open out of descriptors for one partition: %v", err)
+	}
+	topic, _ = db.Topic("orders")
+	if _, err := topic.Partition(2); !errors.Is(err, passbook.ErrFenced) || !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("Partition(2) = %v, want ErrFenced wrapping EMFILE", err)
+	}
+	for p := range int32(2) {
+		if _, err := topic.AppendTo(p, []passbook.Record{{Value: []byte("w")}}, storage.Fsync); err != nil {
+			t.Fatalf("partition %d: %v", p, err)
+		}
+	}
+	db.Close()
+
+	db, err = passbook.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if probs := db.PartitionProblems(); len(probs) != 0 {
+		t.Fatalf("problems with descriptors to spare: %+v", probs)
+	}
+	topic, _ = db.Topic("orders")
+	if off, err := topic.AppendTo(2, []passbook.Record{{Value: []byte("w")}}, storage.Fsync); err != nil || off != 1 {
+		t.Fatalf("append to partition 2 = %d, %v; want offset 1", off, err)
 	}
 }
