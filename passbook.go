@@ -45,11 +45,12 @@ type Options struct {
 	NoCreate bool
 	// MinSegmentBytes is the smallest TopicConfig.SegmentBytes that
 	// CreateTopic accepts: zero means MinSegmentBytes (1 MiB, Kafka 4's
-	// floor for segment.bytes). Every segment keeps three files open
-	// (log, index, time index) for the life of the log, so tiny segments
-	// spend the process's file descriptors a few records at a time. Tests
-	// that want many segments set it negative (no floor), as Kafka's own
-	// tests use internal.segment.bytes.
+	// floor for segment.bytes). Every segment has three files (log,
+	// index, time index); their descriptors are bounded by
+	// MaxOpenSegmentFiles, but tiny segments still cost a directory
+	// entry, an open on each cold read and a roll's fsyncs a few records
+	// at a time. Tests that want many segments set it negative (no
+	// floor), as Kafka's own tests use internal.segment.bytes.
 	MinSegmentBytes int64
 	// MaxOpenSegmentFiles bounds the file descriptors that segment files
 	// (each segment's .log, .index and .timeindex) hold, across every
