@@ -232,8 +232,24 @@ func (db *DB) load() (*DB, error) {
 // loss), and binds every topic's offsets to its ID.
 func (db *DB) bindTopics() error {
 	ids := make(map[string]TopicID, len(db.topics))
+	var known []string // topics bound in an offset store before
 	for name, t := range db.topics {
 		ids[name] = t.id
+		if !t.idNew {
+			known = append(known, name)
+		}
+	}
+	bound, err := db.offsets.TopicIDs(context.Background())
+	if err != nil {
+		return fmt.Errorf("passbook: open offset store: %w", err)
+	}
+	if len(bound) == 0 && len(known) > 0 {
+		// Every topic's ID went into the store when it was created (or
+		// first opened with IDs): a store that knows none is not the one
+		// they were bound in.
+		sort.Strings(known)
+		db.o.Logger.Error("the offset store is new, but the topics were bound in an earlier one: offsets.db was deleted, replaced or truncated, and every committed offset is lost; consumers start where their reset policy says (restore offsets.db from a backup, with the server stopped, to get them back)",
+			"file", db.offsets.Path(), "topics", known)
 	}
 	purged, err := db.offsets.BindTopics(context.Background(), ids, true)
 	if err != nil {
@@ -298,7 +314,7 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 			return nil, fmt.Errorf("passbook: open topic %s: topic.json: %w", name, err)
 		}
 	}
-	t := &Topic{name: name, cfg: c, id: id}
+	t := &Topic{name: name, cfg: c, id: id, idNew: newID}
 	if cfg == nil && db.o.NoCreate {
 		for p := range c.Partitions {
 			if _, err := db.fs.Stat(filepath.Join(dir, fmt.Sprint(p))); err != nil {

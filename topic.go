@@ -275,6 +275,7 @@ func ValidNewTopicName(name string) error {
 type Topic struct {
 	name  string
 	id    TopicID
+	idNew bool // the ID was made by this Open (a topic from before IDs)
 	cfg   TopicConfig
 	parts []*storage.Log
 	next  atomic.Uint32 // round robin for records without a key

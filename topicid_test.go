@@ -3,6 +3,7 @@ package passbook_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,60 @@ func TestDB_TopicIDs(t *testing.T) {
 	}
 	if off, err := db.Offsets().Committed(ctx, billing); err != nil || off != 1500 {
 		t.Fatalf("committed = %d, %v; want 1500", off, err)
+	}
+}
+
+// TestDB_OffsetStoreLost: offsets.db deleted or truncated while the
+// server was stopped (or under it: it goes on writing the file it has
+// open, which is gone at the restart). verify reports the store as lost,
+// naming the topics that were bound in it, and the next Open says at
+// error level that every committed offset is lost rather than starting
+// every consumer over in silence.
+func TestDB_OffsetStoreLost(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		lose func(path string) error
+	}{
+		{"Deleted", func(path string) error { return os.Remove(path) }},
+		{"Truncated", func(path string) error { return os.Truncate(path, 0) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := openDB(t, dir)
+			tp := createOrders(t, db)
+			for range 3 {
+				if _, err := tp.Append(passbook.Record{Value: []byte("v")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Offsets().Commit(ctx, billing, 3); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			if r, err := passbook.Verify(dir, nil); err != nil || len(r.Problems) != 0 {
+				t.Fatalf("verify before: %+v, %v; want no problems", r, err)
+			}
+			if err := tt.lose(filepath.Join(dir, "offsets.db")); err != nil {
+				t.Fatal(err)
+			}
+			r, err := passbook.Verify(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Problems) == 0 || !strings.Contains(r.Problems[len(r.Problems)-1].Detail, "topics orders were bound in one") {
+				t.Fatalf("verify after the store was %s: %+v; want it reported lost", strings.ToLower(tt.name), r.Problems)
+			}
+
+			var log strings.Builder
+			db, err = passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if !strings.Contains(log.String(), "level=ERROR") || !strings.Contains(log.String(), "every committed offset is lost") {
+				t.Fatalf("Open of a data directory whose store was lost logged:\n%s\nwant an error saying every committed offset is lost", log.String())
+			}
+		})
 	}
 }

@@ -191,7 +191,57 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 		heads[pd.topic][pd.p] = extent.Head
 	}
 	checkOffsets(filepath.Join(dir, "offsets.db"), heads, r, repair, o.DryRun)
+	checkStoreIdentity(o.FS, dir, r)
 	return r, nil
+}
+
+// checkStoreIdentity reports an offset store that is not the one the
+// topics were bound in: each topic's ID (in its topic.json) goes into the
+// store when the topic is created, or first opened with IDs, so a missing
+// store, or one that knows no topic, while topics have IDs, was deleted,
+// replaced or truncated — and every committed offset with it.
+func checkStoreIdentity(fsys vfs.FS, dir string, r *CheckReport) {
+	var withIDs []string
+	names, _ := fsys.ReadDir(filepath.Join(dir, "topics"))
+	for _, name := range names {
+		b, err := readAll(fsys, filepath.Join(dir, "topics", name, "topic.json"))
+		var tf topicFile
+		if err == nil && unmarshalTopic(b, &tf) == nil && tf.ID != "" {
+			withIDs = append(withIDs, name)
+		}
+	}
+	if len(withIDs) == 0 {
+		return
+	}
+	path := filepath.Join(dir, "offsets.db")
+	lost := func(what string) {
+		r.Problems = append(r.Problems, storage.Problem{Kind: ProblemOffsetStore, File: path, Pos: -1,
+			Detail: fmt.Sprintf("%s, but topics %s were bound in one: it was deleted, replaced or truncated, and every committed offset is lost (restore it from a backup to get them back; otherwise consumers start where their reset policy says)",
+				what, strings.Join(withIDs, ", "))})
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		lost("offsets.db does not exist")
+		return
+	}
+	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+	if err != nil {
+		return // checkOffsets reported it
+	}
+	defer c.Close()
+	if err := query(c, `SELECT count(*) FROM sqlite_schema`, func(*sqlite3.Stmt) {}); err != nil {
+		return // not readable as a database: checkOffsets reported it
+	}
+	n := int64(-1)
+	if err := query(c, `SELECT count(*) FROM passbook_topics`, func(st *sqlite3.Stmt) { n = st.ColumnInt64(0) }); err != nil {
+		var sv int64
+		if query(c, `SELECT version FROM passbook_schema`, func(st *sqlite3.Stmt) { sv = st.ColumnInt64(0) }) == nil && sv > 0 && sv < 4 {
+			return // a store from before topic IDs: Open binds them
+		}
+		n = 0
+	}
+	if n == 0 {
+		lost("offsets.db knows no topic")
+	}
 }
 
 // listPartitions lists the partition directories of every topic in dir,
