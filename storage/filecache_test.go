@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/vfs"
 )
 
@@ -113,11 +114,13 @@ func TestFileCache_ManyLogs_StayWithinBound(t *testing.T) {
 // (of one file) closes every file it can: the reader's pin holds them.
 func TestFileCache_ReaderKeepsDeletedSegment(t *testing.T) {
 	cache := NewFileCache(1)
-	o := &Options{SegmentBytes: 512, RetentionBytes: 1, Files: cache, SyncInterval: time.Hour}
+	o := &Options{SegmentBytes: 4 << 20, RetentionBytes: 1, Files: cache, SyncInterval: time.Hour}
 	l := mustOpen(t, t.TempDir(), o)
 	defer l.Close()
-	for j := range 60 {
-		if _, err := l.Append(recs(j, 1), InOS); err != nil {
+	// Records of 64 KiB: a segment is more than the reader's 1 MiB
+	// read-ahead, so reading on needs its file.
+	for j := range 200 {
+		if _, err := l.Append([]batch.Record{{Value: bigValue(j)}}, InOS); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,6 +128,11 @@ func TestFileCache_ReaderKeepsDeletedSegment(t *testing.T) {
 	defer r.Close()
 	if _, ok, err := r.TryNext(); err != nil || !ok {
 		t.Fatalf("first record: %v, %v", ok, err)
+	}
+	// An append uses the active segment's files: the cache (of one)
+	// would close the reader's.
+	if _, err := l.Append(recs(0, 1), InOS); err != nil {
+		t.Fatal(err)
 	}
 	if n, err := l.Retain(); err != nil || n == 0 {
 		t.Fatalf("Retain = %d, %v; want segments deleted", n, err)
@@ -143,11 +151,18 @@ func TestFileCache_ReaderKeepsDeletedSegment(t *testing.T) {
 		if !ok {
 			break
 		}
-		if !bytes.Equal(rec.Value, value(j)) {
-			t.Fatalf("offset %d: %q, want %q", j, rec.Value, value(j))
+		if !bytes.Equal(rec.Value, bigValue(j)) {
+			t.Fatalf("offset %d: %.20q…, want %.20q…", j, rec.Value, bigValue(j))
+		}
+		if j >= 40 {
+			return // well past the read-ahead
 		}
 	}
+	t.Fatal("the reader did not get past the read-ahead")
 }
+
+// bigValue is a 64 KiB value for offset i.
+func bigValue(i int) []byte { return bytes.Repeat(value(i), 64<<10/len(value(i))) }
 
 // TestFileCache_ConcurrentUse: appends, tailing readers, retention and
 // compaction on logs sharing a tiny cache, under the race detector.
@@ -229,5 +244,57 @@ func TestFileCache_MemFS_CloseAndReopen(t *testing.T) {
 	defer l.Close()
 	if l.Head() != 40 {
 		t.Fatalf("head %d after reopen, want 40", l.Head())
+	}
+}
+
+// TestFileCache_ReaderAcrossCompaction: on a compacted log whose cache
+// keeps 3 files, a reader positioned in the first segment reads on
+// through a compaction that replaces it: every record it returns is the
+// one appended at its offset (the old segment's, from the files it
+// pinned, then the cleaned ones'), and the log checks out compacted.
+func TestFileCache_ReaderAcrossCompaction(t *testing.T) {
+	cache := NewFileCache(3)
+	k := newKVLog(t, func(o *Options) { o.Files, o.SegmentBytes = cache, 3<<20 })
+	// Records of 64 KiB: a segment is more than the reader's 1 MiB
+	// read-ahead, so reading on needs its file.
+	for len(k.recs) < 200 {
+		off := len(k.recs)
+		r := batch.Record{Key: fmt.Appendf(nil, "key-%04d", off%10), Value: bigValue(off)}
+		first, err := k.l.Append([]batch.Record{r}, InOS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Offset, r.Timestamp = first, time.UnixMilli(k.clock.Load())
+		k.recs = append(k.recs, r)
+	}
+	r := k.l.NewReader(0)
+	defer r.Close()
+	rec, ok, err := r.TryNext()
+	if err != nil || !ok || !bytes.Equal(rec.Value, k.recs[0].Value) {
+		t.Fatalf("first record: %q, %v, %v", rec.Value, ok, err)
+	}
+	if st := k.compact(); st.Segments == 0 {
+		t.Fatalf("compaction cleaned nothing: %+v", st)
+	}
+	prev := int64(0)
+	for {
+		rec, ok, err := r.TryNext()
+		if err != nil {
+			t.Fatalf("after offset %d: %v", prev, err)
+		}
+		if !ok {
+			break
+		}
+		if rec.Offset <= prev || !bytes.Equal(rec.Value, k.recs[rec.Offset].Value) {
+			t.Fatalf("offset %d after %d: %.20q…, want %.20q…", rec.Offset, prev, rec.Value, k.recs[rec.Offset].Value)
+		}
+		prev = rec.Offset
+	}
+	if prev != int64(len(k.recs))-1 {
+		t.Fatalf("the reader stopped at %d, want %d", prev, len(k.recs)-1)
+	}
+	k.checkCompacted(nil)
+	if st := cache.Stats(); st.Evictions == 0 {
+		t.Fatalf("no evictions (%+v): the cache did not bite", st)
 	}
 }
