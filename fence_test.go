@@ -119,14 +119,17 @@ func TestDB_DamagedPartitionFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var damaged []string
+	var damaged, fenced []string
 	for _, pc := range r.Partitions {
 		if !pc.Report.OK() {
 			damaged = append(damaged, fmt.Sprintf("%s/%d", pc.Topic, pc.Partition))
 		}
+		if pc.Report.Fenced != "" {
+			fenced = append(fenced, fmt.Sprintf("%s/%d", pc.Topic, pc.Partition))
+		}
 	}
-	if !slices.Equal(damaged, []string{"bad/1"}) {
-		t.Fatalf("verify found damage in %v, want bad/1", damaged)
+	if !slices.Equal(damaged, []string{"bad/1"}) || !slices.Equal(fenced, damaged) {
+		t.Fatalf("verify found damage in %v, fenced %v; want bad/1 for both", damaged, fenced)
 	}
 	if _, err := passbook.Repair(dir, nil); err != nil {
 		t.Fatal(err)

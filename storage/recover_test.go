@@ -129,6 +129,8 @@ func TestRecover_OpenAndVerifyAgree(t *testing.T) {
 			l, err := Open("/p", &Options{FS: mem})
 			var ce *CorruptError
 			switch {
+			case (r.Fenced != "") != (err != nil):
+				t.Fatalf("verify says fenced %q; Open: %v", r.Fenced, err)
 			case !tc.torn && (p.Kind != ProblemBatch || !errors.As(err, &ce) || ce.Pos != p.Pos):
 				t.Fatalf("verify: %v; Open: %v; want corruption at the same byte for both", p, err)
 			case tc.torn && (p.Kind != ProblemTornTail || err != nil):

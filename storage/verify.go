@@ -108,6 +108,12 @@ type VerifyReport struct {
 	Start    int64 // the base offset of the first segment: the log start
 	Head     int64 // the offset after the last valid batch of the last segment
 	Problems []Problem
+	// Fenced says why Open would refuse the partition, and so why a
+	// passbook data directory fences it (serves the rest, answers
+	// KAFKA_STORAGE_ERROR for it) until Repair mends it; empty when Open
+	// opens it (torn tails and index problems it mends itself; damage in
+	// a closed segment's batches only its readers meet).
+	Fenced string
 	// Notes are things that are not wrong but worth knowing: leftovers
 	// of interrupted writes that Open removes, files moved aside by
 	// Repair, an active segment whose indexes Open rebuilds.
@@ -284,6 +290,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 			r.Head = s.next
 		}
 	}
+	r.Fenced = openRefuses(ps)
 	if len(bases) > 0 {
 		a := ps.segs[len(ps.segs)-1]
 		if !ps.cpBad && ps.cp.base == a.base && ps.cp.pos > a.size {
@@ -292,6 +299,34 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		}
 	}
 	return ps, nil
+}
+
+// openRefuses returns why Open would refuse the partition ps found, or
+// "": a missing, bad or unreadable FORMAT, CLEANER, CHECKPOINT or
+// segment file, offsets missing or repeated between segments, a damaged
+// batch in the active segment before its recovery point (one past it is a
+// torn tail, which Open truncates), or in a closed segment whose index
+// Open must rebuild from its batches (as verify judges the index: Open
+// may find it whole and open the partition).
+func openRefuses(ps *partitionScan) string {
+	active := ""
+	if len(ps.segs) > 0 {
+		active = ps.segs[len(ps.segs)-1].path
+	}
+	rebuilt := map[string]bool{} // closed segments whose index Open rebuilds from the batches
+	for _, s := range ps.segs {
+		rebuilt[s.path] = s.badIndex
+	}
+	for _, p := range ps.report.Problems {
+		switch {
+		case p.Kind == ProblemFile && (strings.Contains(p.Detail, "Open refuses") || strings.HasSuffix(p.File, ".log")),
+			p.Kind == ProblemCheckpoint && strings.Contains(p.Detail, "Open refuses"),
+			p.Kind == ProblemOffsets,
+			p.Kind == ProblemBatch && (p.File == active || rebuilt[p.File]):
+			return p.String()
+		}
+	}
+	return ""
 }
 
 // fixTo sets the end offset of the problem reported at file and pos.

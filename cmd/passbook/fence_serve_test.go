@@ -220,7 +220,7 @@ func TestServe_DamagedPartitionFenced(t *testing.T) {
 	stop()
 
 	stdout, _, exit := runPlain(t, dir, "--data", dir, "verify")
-	if exit == 0 || !strings.Contains(stdout, filepath.Join("topics", "bad", "1")) {
+	if exit == 0 || !strings.Contains(stdout, filepath.Join("topics", "bad", "1")) || !strings.Contains(stdout, "FENCED bad/1: ") {
 		t.Fatalf("verify exit %d, output:\n%s", exit, stdout)
 	}
 	if stdout, stderr, exit := runPlain(t, dir, "--data", dir, "repair"); exit != 0 {

@@ -65,6 +65,11 @@ here) and notes. The exit code is the same.`,
 			for _, p := range ps {
 				fmt.Fprintln(e.stdout, "PROBLEM", p)
 			}
+			for _, p := range r.Partitions {
+				if p.Report.Fenced != "" {
+					fmt.Fprintf(e.stdout, "FENCED %s/%d: passbook serve cannot open it and answers KAFKA_STORAGE_ERROR for it until passbook repair mends it\n", p.Topic, p.Partition)
+				}
+			}
 			if !quiet || len(ps) > 0 {
 				printSummary(e.stdout, "verified", r)
 			}
