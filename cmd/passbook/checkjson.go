@@ -39,6 +39,9 @@ type partitionJSON struct {
 	// Lost is the number of offsets repair took (or would take) out of
 	// the log; only with repair.
 	Lost int64 `json:"lost,omitempty"`
+	// Fenced says why passbook serve cannot open the partition (and
+	// answers KAFKA_STORAGE_ERROR for it); omitted when it can.
+	Fenced string `json:"fenced,omitempty"`
 }
 
 type checkJSON struct {
@@ -79,7 +82,7 @@ func toCheckJSON(r *passbook.CheckReport, repair, dry bool) checkJSON {
 			rep = p.Repair.After
 		}
 		pj := partitionJSON{Topic: p.Topic, Partition: p.Partition, Segments: rep.Segments, Batches: rep.Batches,
-			Records: rep.Records, Bytes: rep.Bytes, Start: rep.Start, Head: rep.Head}
+			Records: rep.Records, Bytes: rep.Bytes, Start: rep.Start, Head: rep.Head, Fenced: rep.Fenced}
 		if p.Repair != nil {
 			pj.Lost = p.Repair.Lost
 			j.Actions = actionsJSON(j.Actions, p.Repair.Actions)

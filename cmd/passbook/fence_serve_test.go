@@ -223,6 +223,22 @@ func TestServe_DamagedPartitionFenced(t *testing.T) {
 	if exit == 0 || !strings.Contains(stdout, filepath.Join("topics", "bad", "1")) || !strings.Contains(stdout, "FENCED bad/1: ") {
 		t.Fatalf("verify exit %d, output:\n%s", exit, stdout)
 	}
+	stdout, _, _ = runPlain(t, dir, "--data", dir, "verify", "--json")
+	var report struct {
+		Partitions []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Fenced    string `json:"fenced"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, stdout)
+	}
+	for _, p := range report.Partitions {
+		if (p.Fenced != "") != (p.Topic == "bad" && p.Partition == 1) {
+			t.Fatalf("verify --json: %s/%d fenced %q", p.Topic, p.Partition, p.Fenced)
+		}
+	}
 	if stdout, stderr, exit := runPlain(t, dir, "--data", dir, "repair"); exit != 0 {
 		t.Fatalf("repair exit %d:\n%s%s", exit, stdout, stderr)
 	}
