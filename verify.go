@@ -325,9 +325,23 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 	problem := func(pos int64, detail string) {
 		r.Problems = append(r.Problems, storage.Problem{Kind: ProblemOffsetStore, File: path, Pos: pos, Detail: detail})
 	}
+	// rebuild replaces a store SQLite cannot read whole with one of what
+	// reads back (rebuildOffsets); its problems are then fixed.
+	rebuild := func() {
+		if err := rebuildOffsets(vfs.OS(), filepath.Dir(path), path, r, dry); err != nil {
+			problem(-1, "rebuild: "+err.Error())
+			return
+		}
+		if !dry {
+			r.Problems = slices.DeleteFunc(r.Problems, func(p storage.Problem) bool { return p.Kind == ProblemOffsetStore })
+		}
+	}
 	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READWRITE)
 	if err != nil {
 		problem(-1, err.Error())
+		if repair {
+			rebuild()
+		}
 		return
 	}
 	defer c.Close()
@@ -352,10 +366,21 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 	}
 	if err != nil {
 		problem(0, err.Error())
+		if repair {
+			c.Close()
+			rebuild()
+		} else {
+			r.Notes = append(r.Notes, path+": passbook repair rebuilds it from what reads back, and names the consumers whose committed offsets are lost")
+		}
 		return
 	}
 	if bad {
-		r.Notes = append(r.Notes, path+" cannot be repaired: restore it from a backup, or move it aside (consumers then start where their reset policy says)")
+		if repair {
+			c.Close()
+			rebuild()
+			return
+		}
+		r.Notes = append(r.Notes, path+": passbook repair rebuilds it from what reads back, and names the consumers whose committed offsets are lost (or restore it from a backup)")
 	}
 	type fixup struct {
 		k             offsets.Key
@@ -398,6 +423,10 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 	})
 	if err != nil {
 		problem(-1, "read committed offsets: "+err.Error())
+		if repair {
+			c.Close()
+			rebuild()
+		}
 		return
 	}
 	if !repair || len(fixes) == 0 {
