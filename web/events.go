@@ -49,6 +49,10 @@ type partState struct {
 	// not reached: below it only each key's newest record is kept, and the
 	// offsets between them are gaps.
 	Cleaned int64 `json:"cleaned,omitempty"`
+	// Fenced says why the partition could not be opened (it serves
+	// nothing until repaired); Unwritable why it refuses appends now.
+	Fenced     string `json:"fenced,omitempty"`
+	Unwritable string `json:"unwritable,omitempty"`
 }
 
 type groupKey struct{ consumer, topic string }
@@ -195,7 +199,8 @@ func (h *hub) collectLocked() (*dashState, error) {
 		info := t.Describe()
 		ts := &topicState{Name: info.Name, Config: &info.Config, Partitions: make([]partState, len(info.Partitions))}
 		for i, p := range info.Partitions {
-			ts.Partitions[i] = partState{P: p.Partition, Start: p.StartOffset, Head: p.Head, Bytes: p.Bytes, Segments: p.Segments}
+			ts.Partitions[i] = partState{P: p.Partition, Start: p.StartOffset, Head: p.Head, Bytes: p.Bytes, Segments: p.Segments,
+				Fenced: p.Fenced, Unwritable: p.Unwritable}
 			if info.Config.Compacted() {
 				if l, err := t.Partition(p.Partition); err == nil {
 					ts.Partitions[i].Cleaned = l.CleanerStats().CleanedTo

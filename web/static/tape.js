@@ -108,9 +108,15 @@ export function rows(t, parts, groups, opts) {
       }
       html += `</div>`;
     }
-    const meta = opts.compact
+    let meta = opts.compact
       ? `<b>${n(head)}</b> head · lag ≤ ${n(maxLag(p, groups))}`
       : `<b>${n(head)}</b> head<span class="size">${bytes(p.bytes)} · ${count(p.segments, "segment")}</span>`;
+    if (p.fenced) {
+      // Open could not open it: it serves nothing until repaired.
+      meta = `<span class="pfault" data-tip="${esc(`fenced: ${p.fenced}\npassbook verify says more; passbook repair mends it`)}">fenced</span>`;
+    } else if (p.unwritable) {
+      meta += `<span class="pfault" data-tip="${esc(`refusing appends: ${p.unwritable}`)}">cannot write</span>`;
+    }
     html += `</div><div class="pmeta">${meta}</div></div>`;
     out.push(html);
   }
