@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +38,8 @@ type FileCache struct {
 	max int // 0: no bound
 
 	mu   sync.Mutex
-	idle list.List // open files nobody uses, least recently used at the front
-	open int       // open files, idle or in use
+	idle idleList // open files nobody uses, least recently used first
+	open int      // open files, idle or in use
 
 	hits, misses, evictions atomic.Int64
 }
@@ -90,9 +89,9 @@ func (c *FileCache) openFile(fsys vfs.FS, name string, flag int, perm fs.FileMod
 // evictLocked closes idle files, least recently used first, until the
 // bound holds or want more are closed.
 func (c *FileCache) evictLocked(want int) {
-	for c.idle.Len() > 0 && (want > 0 || (c.max > 0 && c.open > c.max)) {
-		f := c.idle.Remove(c.idle.Front()).(*cachedFile)
-		f.elem = nil
+	for c.idle.head != nil && (want > 0 || (c.max > 0 && c.open > c.max)) {
+		f := c.idle.head
+		c.idle.remove(f)
 		f.f.Close() // nothing written is lost: only an fsync makes it durable, and a later fsync of the file covers it
 		f.f = nil
 		c.open--
@@ -111,11 +110,12 @@ type cachedFile struct {
 	perm fs.FileMode
 
 	// Under c.mu:
-	f      vfs.File      // nil while closed
-	users  int           // operations in flight and pins
-	held   bool          // never evicted (see holdOpen)
-	closed bool          // Close was called
-	elem   *list.Element // in c.idle while open and unused
+	f          vfs.File    // nil while closed
+	users      int         // operations in flight and pins
+	held       bool        // never evicted (see holdOpen)
+	closed     bool        // Close was called
+	idle       bool        // in c.idle: open and unused
+	prev, next *cachedFile // in c.idle
 
 	posMu sync.Mutex
 	pos   int64 // for Read
@@ -125,8 +125,8 @@ type cachedFile struct {
 // and tries once more.
 func (f *cachedFile) openLocked() error {
 	h, err := f.fs.OpenFile(f.name, f.flag, f.perm)
-	if err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && f.c.idle.Len() > 0 {
-		f.c.evictLocked(max(f.c.idle.Len()/2, 1))
+	if err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && f.c.idle.n > 0 {
+		f.c.evictLocked(max(f.c.idle.n/2, 1))
 		h, err = f.fs.OpenFile(f.name, f.flag, f.perm)
 	}
 	if err != nil {
@@ -140,8 +140,8 @@ func (f *cachedFile) openLocked() error {
 }
 
 func (f *cachedFile) idleLocked() {
-	if f.users == 0 && f.f != nil && !f.held && f.elem == nil {
-		f.elem = f.c.idle.PushBack(f)
+	if f.users == 0 && f.f != nil && !f.held && !f.idle {
+		f.c.idle.pushBack(f)
 		f.c.evictLocked(0)
 	}
 }
@@ -156,9 +156,8 @@ func (f *cachedFile) get() (vfs.File, error) {
 	}
 	if f.f != nil {
 		c.hits.Add(1)
-		if f.elem != nil {
-			c.idle.Remove(f.elem)
-			f.elem = nil
+		if f.idle {
+			c.idle.remove(f)
 		}
 	} else if err := f.openLocked(); err != nil {
 		return nil, fmt.Errorf("reopen segment file: %w", err)
@@ -188,9 +187,8 @@ func (f *cachedFile) pin() {
 			f.users++
 			return
 		}
-	} else if f.elem != nil {
-		c.idle.Remove(f.elem)
-		f.elem = nil
+	} else if f.idle {
+		c.idle.remove(f)
 	}
 	f.users++
 }
@@ -218,9 +216,8 @@ func (f *cachedFile) holdOpen() error {
 			return err
 		}
 	}
-	if f.elem != nil {
-		c.idle.Remove(f.elem)
-		f.elem = nil
+	if f.idle {
+		c.idle.remove(f)
 	}
 	f.held = true
 	return nil
@@ -237,9 +234,8 @@ func (f *cachedFile) Close() error {
 	if f.f == nil {
 		return nil
 	}
-	if f.elem != nil {
-		c.idle.Remove(f.elem)
-		f.elem = nil
+	if f.idle {
+		c.idle.remove(f)
 	}
 	err := f.f.Close()
 	f.f = nil
@@ -308,3 +304,36 @@ func (f *cachedFile) Stat() (fs.FileInfo, error) {
 }
 
 var _ vfs.File = (*cachedFile)(nil)
+
+// idleList is a doubly linked list of idle files threaded through them
+// (no allocation per use, unlike container/list).
+type idleList struct {
+	head, tail *cachedFile
+	n          int
+}
+
+func (l *idleList) pushBack(f *cachedFile) {
+	f.prev, f.next, f.idle = l.tail, nil, true
+	if l.tail != nil {
+		l.tail.next = f
+	} else {
+		l.head = f
+	}
+	l.tail = f
+	l.n++
+}
+
+func (l *idleList) remove(f *cachedFile) {
+	if f.prev != nil {
+		f.prev.next = f.next
+	} else {
+		l.head = f.next
+	}
+	if f.next != nil {
+		f.next.prev = f.prev
+	} else {
+		l.tail = f.prev
+	}
+	f.prev, f.next, f.idle = nil, nil, false
+	l.n--
+}
