@@ -3,9 +3,9 @@ package passbook
 import (
 	"encoding/binary"
 	"math"
-	"os"
 
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/vfs"
 )
 
 // scanOffsetPages reads committed offsets straight from the pages of an
@@ -14,9 +14,9 @@ import (
 // that decodes as a row of passbook_offsets and holds its checksum. A key
 // found more than once keeps the row committed last (updated_ms): a freed
 // page may still hold an older row.
-func scanOffsetPages(path string) map[offsets.Key]pageRow {
+func scanOffsetPages(fsys vfs.FS, path string) map[offsets.Key]pageRow {
 	rows := map[offsets.Key]pageRow{}
-	b, err := os.ReadFile(path)
+	b, err := readAll(fsys, path)
 	if err != nil || len(b) < 100 {
 		return rows
 	}
@@ -31,7 +31,7 @@ func scanOffsetPages(path string) map[offsets.Key]pageRow {
 	for off := 0; off+size <= len(b); off += size {
 		scanPage(b[off:off+size], off == 0, size-reserved, rows)
 	}
-	if w, err := os.ReadFile(path + "-wal"); err == nil && len(w) > 32 {
+	if w, err := readAll(fsys, path+"-wal"); err == nil && len(w) > 32 {
 		for off := 32; off+24+size <= len(w); off += 24 + size {
 			scanPage(w[off+24:off+24+size], binary.BigEndian.Uint32(w[off:off+4]) == 1, size-reserved, rows)
 		}

@@ -34,8 +34,13 @@ type salvage struct {
 // reads back with a valid checksum: the table forwards until a damaged
 // page stops it, then backwards from its other end, so that one bad page
 // costs only the rows on it.
-func salvageOffsets(path string) (*salvage, error) {
-	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+func salvageOffsets(fsys vfs.FS, path string) (*salvage, error) {
+	uri, release, err := offsets.URI(fsys, path)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	c, err := sqlite3.OpenFlags(uri, sqlite3.OPEN_READONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +65,7 @@ func salvageOffsets(path string) (*salvage, error) {
 	}
 	if s.readErr != nil {
 		// Rows SQL could not reach: straight from the pages.
-		for k, row := range scanOffsetPages(path) {
+		for k, row := range scanOffsetPages(fsys, path) {
 			if _, ok := s.entries[k]; !ok {
 				s.entries[k] = row.Entry
 				s.fromPages = append(s.fromPages, k)
@@ -86,7 +91,7 @@ func salvageOffsets(path string) (*salvage, error) {
 // whose committed offset could not be kept is named; it starts where its
 // reset policy says, as after a retention gap.
 func rebuildOffsets(fsys vfs.FS, dir, path string, r *CheckReport, dry bool) error {
-	s, err := salvageOffsets(path)
+	s, err := salvageOffsets(fsys, path)
 	if err != nil {
 		return fmt.Errorf("read the damaged offset store: %w", err)
 	}
@@ -128,14 +133,14 @@ func rebuildOffsets(fsys vfs.FS, dir, path string, r *CheckReport, dry bool) err
 		return nil
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Rename(path+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsys.Rename(path+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("move the damaged offset store aside: %w", err)
 		}
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return err
 	}
-	store, err := offsets.Open(path, nil)
+	store, err := offsets.Open(path, &offsets.Options{FS: storeFS(fsys)})
 	if err != nil {
 		return fmt.Errorf("create the new offset store: %w", err)
 	}

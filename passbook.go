@@ -223,6 +223,10 @@ func (db *DB) load() (*DB, error) {
 			db.Close()
 			return nil, err
 		}
+		if err := db.clampCommitted(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return db, nil
 }
@@ -256,6 +260,47 @@ func (db *DB) bindTopics() error {
 		return fmt.Errorf("passbook: open offset store: %w", err)
 	}
 	db.logPurged(purged, "a deleted topic")
+	return nil
+}
+
+// clampCommitted sets every committed offset past its partition's head
+// to the head, with a warning: a power loss took records out of the log
+// that a consumer had already committed past (a commit can be more
+// durable than the records it covers, and a Kafka consumer reads records
+// before they are fsync'd). Left there, the consumer would skip, in
+// silence, the records appended at those offsets from now on. It is what
+// passbook repair does; the server does it on its own at every Open.
+func (db *DB) clampCommitted() error {
+	ctx := context.Background()
+	all, err := db.offsets.List(ctx, offsets.Filter{})
+	if errors.Is(err, offsets.ErrCorrupt) {
+		return nil // verify reports it, repair deletes it; reads fail on it
+	} else if err != nil {
+		return fmt.Errorf("passbook: open offset store: %w", err)
+	}
+	var set []offsets.Entry
+	for _, e := range all {
+		t := db.topics[e.Topic]
+		if t == nil {
+			continue
+		}
+		l, err := t.Partition(e.Partition)
+		if err != nil {
+			continue // fenced, or a partition the topic does not have
+		}
+		if head := l.Head(); e.Offset > head {
+			db.o.Logger.Warn("committed offset past the partition's head (a power loss took the records it covered out of the log): set to the head, so that the consumer reads the records appended from there",
+				"consumer", e.Consumer, "topic", e.Topic, "partition", e.Partition, "committed", e.Offset, "head", head)
+			e.Offset = head
+			set = append(set, e)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	if err := db.offsets.CommitEntries(ctx, set); err != nil {
+		return fmt.Errorf("passbook: set committed offsets past the head to it: %w", err)
+	}
 	return nil
 }
 

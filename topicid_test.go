@@ -11,6 +11,8 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
+	"github.com/passbook-log/passbook/vfs"
 )
 
 // copyOffsetStore copies offsets.db and its WAL, if any, from src to dst:
@@ -40,10 +42,19 @@ func openDB(t *testing.T, dir string) *passbook.DB {
 	return db
 }
 
+// createOrders creates topic orders, of one partition, holding 1,500
+// records: committed offsets up to 1,500 are within it.
 func createOrders(t *testing.T, db *passbook.DB) *passbook.Topic {
 	t.Helper()
 	tp, err := db.CreateTopic("orders", passbook.TopicConfig{Partitions: 1})
 	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]passbook.Record, 1500)
+	for i := range recs {
+		recs[i].Value = []byte("v")
+	}
+	if _, err := tp.AppendTo(0, recs, storage.DefaultDurability); err != nil {
 		t.Fatal(err)
 	}
 	return tp
@@ -215,12 +226,7 @@ func TestDB_OffsetStoreLost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			db := openDB(t, dir)
-			tp := createOrders(t, db)
-			for range 3 {
-				if _, err := tp.Append(passbook.Record{Value: []byte("v")}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			createOrders(t, db)
 			if err := db.Offsets().Commit(ctx, billing, 3); err != nil {
 				t.Fatal(err)
 			}
@@ -249,5 +255,53 @@ func TestDB_OffsetStoreLost(t *testing.T) {
 				t.Fatalf("Open of a data directory whose store was lost logged:\n%s\nwant an error saying every committed offset is lost", log.String())
 			}
 		})
+	}
+}
+
+// TestDB_PowerLoss_CommittedPastHead: a power cut keeps a durable commit
+// (SyncGroup) but not the records it covered (written to the OS only).
+// Opened on its own, with no repair first, the data directory sets that
+// committed offset to the partition's head, with a warning: the consumer
+// reads the records appended from there instead of skipping them.
+func TestDB_PowerLoss_CommittedPastHead(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	opts := func(fsys vfs.FS, log *strings.Builder) *passbook.Options {
+		return &passbook.Options{FS: fsys, MinSegmentBytes: -1, Logger: slog.New(slog.NewTextHandler(log, nil)),
+			Offsets: offsets.Options{FS: fsys, Synchronous: offsets.SyncGroup}}
+	}
+	var log strings.Builder
+	db, err := passbook.Open("/data", opts(mem, &log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := db.CreateTopic("orders", passbook.TopicConfig{Partitions: 1, Durability: storage.InOS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.AppendTo(0, []passbook.Record{{Value: []byte("a")}, {Value: []byte("b")}}, storage.InOS); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Offsets().Commit(ctx, billing, 2); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.Crash(vfs.CrashOptions{})
+	db.Close()
+
+	db, err = passbook.Open("/data", opts(crashed, &log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tp, _ = db.Topic("orders")
+	l, _ := tp.Partition(0)
+	if l.Head() != 0 {
+		t.Fatalf("head after the power cut = %d; the records were never fsync'd", l.Head())
+	}
+	if got, err := db.Offsets().Committed(ctx, billing); err != nil || got != 0 {
+		t.Fatalf("committed after the power cut = %d, %v; want the head, 0", got, err)
+	}
+	if !strings.Contains(log.String(), "committed offset past the partition's head") {
+		t.Fatalf("no warning:\n%s", log.String())
 	}
 }

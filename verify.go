@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -190,9 +189,18 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 		r.Partitions = append(r.Partitions, pc)
 		heads[pd.topic][pd.p] = extent.Head
 	}
-	checkOffsets(filepath.Join(dir, "offsets.db"), heads, r, repair, o.DryRun)
+	checkOffsets(o.FS, filepath.Join(dir, "offsets.db"), heads, r, repair, o.DryRun)
 	checkStoreIdentity(o.FS, dir, r)
 	return r, nil
+}
+
+// storeFS is the offsets.Options.FS for a store on fsys: nil on the OS
+// (the store's own fast path).
+func storeFS(fsys vfs.FS) vfs.FS {
+	if fsys == vfs.OS() {
+		return nil
+	}
+	return fsys
 }
 
 // checkStoreIdentity reports an offset store that is not the one the
@@ -219,11 +227,16 @@ func checkStoreIdentity(fsys vfs.FS, dir string, r *CheckReport) {
 			Detail: fmt.Sprintf("%s, but topics %s were bound in one: it was deleted, replaced or truncated, and every committed offset is lost (restore it from a backup to get them back; otherwise consumers start where their reset policy says)",
 				what, strings.Join(withIDs, ", "))})
 	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		lost("offsets.db does not exist")
 		return
 	}
-	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+	uri, release, err := offsets.URI(fsys, path)
+	if err != nil {
+		return
+	}
+	defer release()
+	c, err := sqlite3.OpenFlags(uri, sqlite3.OPEN_READONLY)
 	if err != nil {
 		return // checkOffsets reported it
 	}
@@ -317,8 +330,8 @@ var pageRE = regexp.MustCompile(`[Pp]age (\d+)`)
 // checks every committed offset against its partition's head (heads[topic][p],
 // −1 when the partition could not be read). With repair, offsets past the
 // head are set to it (or, dry, listed as to be).
-func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair, dry bool) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+func checkOffsets(fsys vfs.FS, path string, heads map[string][]int64, r *CheckReport, repair, dry bool) {
+	if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		r.Notes = append(r.Notes, path+" does not exist (no consumer has committed an offset)")
 		return
 	}
@@ -328,7 +341,7 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 	// rebuild replaces a store SQLite cannot read whole with one of what
 	// reads back (rebuildOffsets); its problems are then fixed.
 	rebuild := func() {
-		if err := rebuildOffsets(vfs.OS(), filepath.Dir(path), path, r, dry); err != nil {
+		if err := rebuildOffsets(fsys, filepath.Dir(path), path, r, dry); err != nil {
 			problem(-1, "rebuild: "+err.Error())
 			return
 		}
@@ -336,7 +349,13 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 			r.Problems = slices.DeleteFunc(r.Problems, func(p storage.Problem) bool { return p.Kind == ProblemOffsetStore })
 		}
 	}
-	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READWRITE)
+	uri, release, err := offsets.URI(fsys, path)
+	if err != nil {
+		problem(-1, err.Error())
+		return
+	}
+	defer release()
+	c, err := sqlite3.OpenFlags(uri, sqlite3.OPEN_READWRITE)
 	if err != nil {
 		problem(-1, err.Error())
 		if repair {
@@ -463,7 +482,7 @@ func checkOffsets(path string, heads map[string][]int64, r *CheckReport, repair,
 	}
 	var store *offsets.SQLite
 	if !dry {
-		if store, err = offsets.Open(path, nil); err != nil {
+		if store, err = offsets.Open(path, &offsets.Options{FS: storeFS(fsys)}); err != nil {
 			problem(-1, "open to repair: "+err.Error())
 			return
 		}
