@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,5 +298,77 @@ func TestFileCache_ReaderAcrossCompaction(t *testing.T) {
 	k.checkCompacted(nil)
 	if st := cache.Stats(); st.Evictions == 0 {
 		t.Fatalf("no evictions (%+v): the cache did not bite", st)
+	}
+}
+
+// limitedFS fails OpenFile with EMFILE while max files it opened are
+// open, like a process at its RLIMIT_NOFILE.
+type limitedFS struct {
+	vfs.FS
+	mu   sync.Mutex
+	open int
+	max  int
+}
+
+type limitedFile struct {
+	vfs.File
+	fs   *limitedFS
+	once sync.Once
+}
+
+func (f *limitedFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.open >= f.max {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	h, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	f.open++
+	return &limitedFile{File: h, fs: f}, nil
+}
+
+func (f *limitedFile) Close() error {
+	f.once.Do(func() { f.fs.mu.Lock(); f.fs.open--; f.fs.mu.Unlock() })
+	return f.File.Close()
+}
+
+// TestFileCache_EMFILE_ClosesIdleFiles: without a bound, a log whose
+// process runs out of descriptors (EMFILE at 40 open files) keeps
+// appending and rolling — the cache closes idle segment files and opens
+// again — and reads every record back.
+func TestFileCache_EMFILE_ClosesIdleFiles(t *testing.T) {
+	lfs := &limitedFS{FS: vfs.NewMem(), max: 40}
+	cache := NewFileCache(0)
+	l := mustOpen(t, "/p", &Options{FS: lfs, SegmentBytes: 512, Files: cache, SyncInterval: time.Hour})
+	defer l.Close()
+	const n = 400
+	for j := range n {
+		if _, err := l.Append(recs(j, 1), InOS); err != nil {
+			t.Fatalf("append %d with %d files open: %v", j, cache.Stats().Open, err)
+		}
+	}
+	if segs := l.SegmentCount(); segs*3 <= lfs.max {
+		t.Fatalf("%d segments: not more files than the limit", segs)
+	}
+	j := 0
+	for rec, err := range l.Records(0) {
+		if err != nil {
+			t.Fatalf("offset %d: %v", j, err)
+		}
+		if !bytes.Equal(rec.Value, value(j)) {
+			t.Fatalf("offset %d: %q, want %q", j, rec.Value, value(j))
+		}
+		if j++; j == n {
+			break
+		}
+	}
+	if j != n {
+		t.Fatalf("read %d records, want %d", j, n)
+	}
+	if st := cache.Stats(); st.Evictions == 0 {
+		t.Fatalf("no evictions (%+v)", st)
 	}
 }
