@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/passbook-log/passbook"
@@ -126,5 +128,68 @@ func TestClose_DuringCreateTopic(t *testing.T) {
 		t.Fatalf("big reopened with %d partitions, want 4 or none", big.Partitions())
 	} else if err != nil && !errors.Is(err, passbook.ErrUnknownTopic) {
 		t.Fatal(err)
+	}
+}
+
+// removePausingFS pauses the first Remove of a path containing match.
+type removePausingFS struct {
+	vfs.FS
+	match   string
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f *removePausingFS) Remove(name string) error {
+	if strings.Contains(name, f.match) {
+		f.once.Do(func() {
+			close(f.entered)
+			<-f.release
+		})
+	}
+	return f.FS.Remove(name)
+}
+
+// TestDeleteTopic_DoesNotStopOtherTopics: while the deletion of a topic
+// is stuck removing its files, appends to another topic go through, the
+// deleted topic is gone from the list, and its name cannot be created
+// again until the deletion (its committed offsets included) is done.
+func TestDeleteTopic_DoesNotStopOtherTopics(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &removePausingFS{FS: vfs.OS(), match: "~deleted-", entered: make(chan struct{}), release: make(chan struct{})}
+	db, err := passbook.Open(dir, &passbook.Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a, err := db.CreateTopic("a", passbook.TopicConfig{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTopic("big", passbook.TopicConfig{Partitions: 8}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- db.DeleteTopic(t.Context(), "big") }()
+	<-fsys.entered
+	for i := range 10 {
+		if _, err := a.AppendTo(0, []passbook.Record{{Value: []byte("v")}}, storage.DefaultDurability); err != nil {
+			t.Fatalf("append %d to a while big is being deleted: %v", i, err)
+		}
+	}
+	for _, tp := range db.Topics() {
+		if tp.Name() == "big" {
+			t.Fatal("big is listed while it is being deleted")
+		}
+	}
+	if _, err := db.CreateTopic("big", passbook.TopicConfig{Partitions: 1}); !errors.Is(err, passbook.ErrTopicExists) {
+		t.Fatalf("CreateTopic(big) during its deletion: %v, want ErrTopicExists", err)
+	}
+	close(fsys.release)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTopic("big", passbook.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatalf("CreateTopic(big) after its deletion: %v", err)
 	}
 }

@@ -79,8 +79,8 @@ type DB struct {
 	mu     sync.RWMutex
 	topics map[string]*Topic
 	closed bool
-	// creating holds the names of topics being created outside mu;
-	// building counts those creations, which Close waits for.
+	// creating holds the names of topics being created or deleted
+	// outside mu; building counts those, and Close waits for them.
 	creating map[string]bool
 	building sync.WaitGroup
 }
@@ -441,8 +441,11 @@ func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if db.closed {
 		return nil, ErrClosed
 	}
-	if _, ok := db.topics[name]; ok || db.creating[name] {
+	if _, ok := db.topics[name]; ok {
 		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	if db.creating[name] {
+		return nil, fmt.Errorf("%w: %s is being created or deleted", ErrTopicExists, name)
 	}
 	if _, err := db.fs.Stat(db.topicDir(name)); err == nil {
 		return nil, fmt.Errorf("%w: %s (its directory exists)", ErrTopicExists, name)
@@ -534,15 +537,28 @@ func (db *DB) Topics() []*Topic {
 // DeleteTopic deletes a topic, its records and every committed offset on it.
 func (db *DB) DeleteTopic(ctx context.Context, name string) error {
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	if db.closed {
+		db.mu.Unlock()
 		return ErrClosed
 	}
 	t, ok := db.topics[name]
 	if !ok {
+		db.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	delete(db.topics, name)
+	// The rest runs without db.mu (closing, renaming and removing
+	// thousands of partitions takes seconds), the name reserved so that
+	// it cannot be created again before its offsets are gone.
+	db.creating[name] = true
+	db.building.Add(1)
+	db.mu.Unlock()
+	defer func() {
+		db.mu.Lock()
+		delete(db.creating, name)
+		db.building.Done()
+		db.mu.Unlock()
+	}()
 	if err := t.close(); err != nil {
 		db.o.Logger.Warn("closing deleted topic", "topic", name, "err", err)
 	}
