@@ -90,7 +90,7 @@ func salvageOffsets(fsys vfs.FS, path string) (*salvage, error) {
 // damaged file (and its WAL) is moved aside, never deleted. Every consumer
 // whose committed offset could not be kept is named; it starts where its
 // reset policy says, as after a retention gap.
-func rebuildOffsets(fsys vfs.FS, dir, path string, r *CheckReport, dry bool) error {
+func rebuildOffsets(logsFS, fsys vfs.FS, dir, path string, r *CheckReport, dry bool) error {
 	s, err := salvageOffsets(fsys, path)
 	if err != nil {
 		return fmt.Errorf("read the damaged offset store: %w", err)
@@ -164,9 +164,9 @@ func rebuildOffsets(fsys vfs.FS, dir, path string, r *CheckReport, dry bool) err
 	}
 	// The topics' IDs, from their topic.json: the store is theirs.
 	ids := map[string]offsets.TopicID{}
-	names, _ := fsys.ReadDir(filepath.Join(dir, "topics"))
+	names, _ := logsFS.ReadDir(filepath.Join(dir, "topics"))
 	for _, name := range names {
-		b, err := readAll(fsys, filepath.Join(dir, "topics", name, "topic.json"))
+		b, err := readAll(logsFS, filepath.Join(dir, "topics", name, "topic.json"))
 		var tf topicFile
 		if err == nil && unmarshalTopic(b, &tf) == nil && tf.ID != "" {
 			if id, err := offsets.ParseTopicID(tf.ID); err == nil {

@@ -34,9 +34,11 @@ const (
 // CheckOptions configure Verify and Repair. A nil or zero CheckOptions is
 // valid.
 type CheckOptions struct {
-	// FS holds the topics' logs (default: the OS). The offset store is
-	// always on the OS, as with Open.
+	// FS holds the topics' logs (default: the OS).
 	FS vfs.FS
+	// OffsetsFS holds offsets.db (default: the OS, as with Open unless
+	// Options.Offsets.FS says otherwise).
+	OffsetsFS vfs.FS
 	// Progress, if set, is called now and then with the segment bytes
 	// checked so far and in all.
 	Progress func(done, total int64)
@@ -125,6 +127,9 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.OffsetsFS == nil {
+		o.OffsetsFS = vfs.OS()
+	}
 	verb := "verify"
 	if repair {
 		verb = "repair"
@@ -189,8 +194,8 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 		r.Partitions = append(r.Partitions, pc)
 		heads[pd.topic][pd.p] = extent.Head
 	}
-	checkOffsets(o.FS, filepath.Join(dir, "offsets.db"), heads, r, repair, o.DryRun)
-	checkStoreIdentity(o.FS, dir, r)
+	checkOffsets(o.FS, o.OffsetsFS, filepath.Join(dir, "offsets.db"), heads, r, repair, o.DryRun)
+	checkStoreIdentity(o.FS, o.OffsetsFS, dir, r)
 	return r, nil
 }
 
@@ -208,7 +213,7 @@ func storeFS(fsys vfs.FS) vfs.FS {
 // store when the topic is created, or first opened with IDs, so a missing
 // store, or one that knows no topic, while topics have IDs, was deleted,
 // replaced or truncated — and every committed offset with it.
-func checkStoreIdentity(fsys vfs.FS, dir string, r *CheckReport) {
+func checkStoreIdentity(fsys, offsetsFS vfs.FS, dir string, r *CheckReport) {
 	var withIDs []string
 	names, _ := fsys.ReadDir(filepath.Join(dir, "topics"))
 	for _, name := range names {
@@ -227,11 +232,11 @@ func checkStoreIdentity(fsys vfs.FS, dir string, r *CheckReport) {
 			Detail: fmt.Sprintf("%s, but topics %s were bound in one: it was deleted, replaced or truncated, and every committed offset is lost (restore it from a backup to get them back; otherwise consumers start where their reset policy says)",
 				what, strings.Join(withIDs, ", "))})
 	}
-	if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := offsetsFS.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		lost("offsets.db does not exist")
 		return
 	}
-	uri, release, err := offsets.URI(fsys, path)
+	uri, release, err := offsets.URI(offsetsFS, path)
 	if err != nil {
 		return
 	}
@@ -330,7 +335,7 @@ var pageRE = regexp.MustCompile(`[Pp]age (\d+)`)
 // checks every committed offset against its partition's head (heads[topic][p],
 // −1 when the partition could not be read). With repair, offsets past the
 // head are set to it (or, dry, listed as to be).
-func checkOffsets(fsys vfs.FS, path string, heads map[string][]int64, r *CheckReport, repair, dry bool) {
+func checkOffsets(logsFS, fsys vfs.FS, path string, heads map[string][]int64, r *CheckReport, repair, dry bool) {
 	if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		r.Notes = append(r.Notes, path+" does not exist (no consumer has committed an offset)")
 		return
@@ -341,7 +346,7 @@ func checkOffsets(fsys vfs.FS, path string, heads map[string][]int64, r *CheckRe
 	// rebuild replaces a store SQLite cannot read whole with one of what
 	// reads back (rebuildOffsets); its problems are then fixed.
 	rebuild := func() {
-		if err := rebuildOffsets(fsys, filepath.Dir(path), path, r, dry); err != nil {
+		if err := rebuildOffsets(logsFS, fsys, filepath.Dir(path), path, r, dry); err != nil {
 			problem(-1, "rebuild: "+err.Error())
 			return
 		}

@@ -116,9 +116,23 @@ func checkDB(db *passbook.DB, dir string, fsys vfs.FS, lg *ledger, lossy bool, t
 	verifyClean(dir, fsys, t)
 }
 
+// checkOptions checks the data directory dir on fsys, its offset store
+// on fsys too where fsys holds it (the Kafka power-loss trials), else on
+// the OS.
+func checkOptions(dir string, fsys vfs.FS) *passbook.CheckOptions {
+	o := &passbook.CheckOptions{FS: fsys}
+	if fsys == nil || fsys == vfs.OS() {
+		return o
+	}
+	if _, err := fsys.Stat(filepath.Join(dir, "offsets.db")); err == nil {
+		o.OffsetsFS = fsys
+	}
+	return o
+}
+
 // verifyClean checks that passbook verify finds nothing wrong.
 func verifyClean(dir string, fsys vfs.FS, t *tally) {
-	r, err := passbook.Verify(dir, &passbook.CheckOptions{FS: fsys})
+	r, err := passbook.Verify(dir, checkOptions(dir, fsys))
 	if err != nil {
 		t.verifyBad++
 		t.notef("verify %s: %v", dir, err)
