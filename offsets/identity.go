@@ -119,3 +119,25 @@ func (s *SQLite) Err() error {
 	}
 	return nil
 }
+
+// Stats are the store's counters, for /metrics.
+type Stats struct {
+	// GroupCommits are the writes SyncGroup made durable, GroupSyncs the
+	// fsyncs of the WAL that did it (GroupCommits/GroupSyncs commits
+	// shared each); both zero in the other modes.
+	GroupCommits, GroupSyncs uint64
+	// Unavailable: the store refuses every call (Err says why).
+	Unavailable bool
+}
+
+// Stats returns the store's counters.
+func (s *SQLite) Stats() Stats {
+	st := Stats{Unavailable: s.lost.Load() != nil}
+	if s.group != nil {
+		st.GroupSyncs = s.group.syncs.Load()
+		s.group.mu.Lock()
+		st.GroupCommits = s.group.synced
+		s.group.mu.Unlock()
+	}
+	return st
+}

@@ -119,6 +119,7 @@ func newMetrics(s *Server) *metrics {
 	}
 	s.reg.MustRegister(newFileCollector(s.db))
 	s.reg.MustRegister(newHealthCollector(s.db))
+	s.reg.MustRegister(newOffsetsCollector(s.db))
 	return m
 }
 
