@@ -55,6 +55,9 @@ func scanPage(p []byte, first bool, usable int, rows map[offsets.Key]pageRow) {
 	}
 	n := int(binary.BigEndian.Uint16(p[h+3 : h+5]))
 	maxLocal := (usable-12)*64/255 - 23
+	if maxLocal <= 0 {
+		return
+	}
 	for i := range n {
 		at := h + 8 + 2*i
 		if at+2 > len(p) {
@@ -65,7 +68,7 @@ func scanPage(p []byte, first bool, usable int, rows map[offsets.Key]pageRow) {
 			continue
 		}
 		plen, k := varint(p[c:])
-		if k == 0 || plen > uint64(maxLocal) || c+k+int(plen) > len(p) {
+		if k == 0 || plen > uint64(maxLocal) || int(plen) > len(p)-c-k {
 			continue // overflowing cells are not read
 		}
 		e, ms, ok := decodeOffsetRow(p[c+k : c+k+int(plen)])
@@ -120,6 +123,9 @@ func decodeOffsetRow(rec []byte) (offsets.Entry, int64, bool) {
 			vals[i] = v
 			pos += n
 		case t >= 13 && t%2 == 1:
+			if (t-13)/2 > uint64(len(rec)-pos) {
+				return offsets.Entry{}, 0, false
+			}
 			n := int((t - 13) / 2)
 			if pos+n > len(rec) {
 				return offsets.Entry{}, 0, false
