@@ -420,9 +420,12 @@ func TestHostile_PerIPLimit(t *testing.T) {
 	p := startServe(t, "--max-connections-per-ip", strconv.Itoa(limit))
 	conns := dialMany(t, p.kafkaAddr, limit)
 	for _, c := range conns {
-		c.Write([]byte{0, 0, 3, 232}) // a request started: not idle
+		c.Write([]byte{0, 0, 3, 232}) // a request of 1,000 bytes started: not idle
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Every one of them accepted and busy (its 1,000 bytes charged to the
+	// request budget) before the extra dial, whatever the machine's load:
+	// otherwise the extra could be accepted first, or evict one still idle.
+	p.waitMetric(t, "passbook_kafka_request_bytes_in_flight", limit*1000)
 	extra := dialMany(t, p.kafkaAddr, 1)[0]
 	if !closedByPeer(extra, 5*time.Second) {
 		t.Fatal("a connection past max.connections.per.ip was kept open")
