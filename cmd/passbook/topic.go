@@ -165,7 +165,7 @@ func newTopicListCmd(e *env) *cobra.Command {
 					recs += p.Records
 					bytes += p.Bytes
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", info.Name, len(info.Partitions), thousands.Int(recs), thousands.Int(bytes))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", info.Name, thousands.Int(len(info.Partitions)), thousands.Int(recs), thousands.Int(bytes))
 			}
 			return tw.Flush()
 		},
