@@ -12,7 +12,8 @@
 #                            partitions) and the client scripts.
 #   scripts/test.sh long     before a release (about an hour): the default
 #                            tier, then every fuzz target for FUZZTIME (1m),
-#                            the long torture run (scripts/torture.sh,
+#                            10,000 partitions of 10 segments each through
+#                            passbook serve, the long torture run (scripts/torture.sh,
 #                            TORTURE_DURATION 20m) and the soak
 #                            (scripts/soak.sh, SOAK_DURATION 10m).
 set -euo pipefail
@@ -65,6 +66,8 @@ if [ "$tier" = long ]; then
       go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
     done
   done
+  echo "== 10,000 partitions x 10 segments through passbook serve"
+  PASSBOOK_MANY_PARTITIONS=full go test -count=1 -timeout 30m -run '^TestServe_ManyPartitions$' ./cmd/passbook
   echo "== scripts/torture.sh -duration ${TORTURE_DURATION:-20m}"
   scripts/torture.sh -duration "${TORTURE_DURATION:-20m}"
   echo "== scripts/soak.sh -duration ${SOAK_DURATION:-10m}"
