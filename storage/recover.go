@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,10 +23,14 @@ import (
 //
 //  1. probes that the directory takes a write and an fsync again (a
 //     4 KiB PROBE.tmp, removed after);
-//  2. truncates the active segment to the last acknowledged batch (a
+//  2. removes the files of a segment that a failed roll created but
+//     never made active (the appends after the retry go on in the active
+//     segment, so a segment file left at the head would start below the
+//     active segment's end, and Open would refuse the partition);
+//  3. truncates the active segment to the last acknowledged batch (a
 //     failed write may have left part of a batch) and its index files to
 //     their whole entries;
-//  3. re-validates the active segment's batches from its last fsync to the
+//  4. re-validates the active segment's batches from its last fsync to the
 //     head, as Open's recovery does;
 //
 // and only then takes appends again. A failed fsync is not retried: the
@@ -180,6 +186,9 @@ func (l *Log) recoverWritesLocked() error {
 		return err
 	}
 	s := l.active()
+	if err := l.removeFailedRoll(s); err != nil {
+		return err
+	}
 	want := s.size.Load()
 	size, err := fileSize(s.log)
 	if err != nil {
@@ -239,6 +248,40 @@ func (l *Log) recoverWritesLocked() error {
 	}
 	if sc.expect != l.head.Load() && want > from {
 		return fmt.Errorf("%s ends at offset %d, the head is %d", s.path, sc.expect, l.head.Load())
+	}
+	return nil
+}
+
+// removeFailedRoll removes the segment files past the active segment s:
+// a roll that failed after creating the next segment's files (opening its
+// indexes, or the directory fsync, failed) leaves them at the head, but
+// the log goes on appending to s. Their removal is made durable before
+// any append lands in s, so that a power loss cannot bring them back.
+func (l *Log) removeFailedRoll(s *segment) error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("list the segments: %w", err)
+	}
+	removed := false
+	for _, n := range names {
+		for _, ext := range []string{".log", ".index", ".timeindex"} {
+			base, ok := strings.CutSuffix(n, ext)
+			if !ok || len(base) != 20 {
+				continue
+			}
+			if b, err := strconv.ParseInt(base, 10, 64); err != nil || b <= s.base {
+				continue
+			}
+			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove %s of a failed roll: %w", n, err)
+			}
+			removed = true
+		}
+	}
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("sync directory: %w", err)
+		}
 	}
 	return nil
 }
