@@ -141,7 +141,11 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	if s.size.Load() > 0 && (s.size.Load()+int64(len(b)) > l.o.SegmentBytes || aged) {
 		var err error
 		if s, err = l.rollLocked(); err != nil {
-			return l.failWrite(fmt.Errorf("roll segment: %w", err))
+			err = fmt.Errorf("roll segment: %w", err)
+			if errors.Is(err, errSyncFailed) {
+				return l.fail(err) // sealing the old segment: not retried
+			}
+			return l.failWrite(err)
 		}
 		l.roll = rollClock{seg: s, ms: now.UnixMilli()}
 	}

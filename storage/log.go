@@ -453,14 +453,20 @@ func (s *segment) seal() error {
 		return err
 	}
 	if err := s.log.Sync(); err != nil {
-		return fmt.Errorf("sync segment: %w", err)
+		return fmt.Errorf("sync segment: %w: %w", errSyncFailed, err)
 	}
 	if err := s.idx.sync(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errSyncFailed, err)
 	}
 	s.idx.dropMemory()
 	return nil
 }
+
+// errSyncFailed marks a failed fsync. It is never retried: after one the
+// kernel may have dropped the dirty pages it could not write, so a second
+// fsync can succeed over data that is gone; only a reopen, which re-reads
+// the files, may take appends again.
+var errSyncFailed = errors.New("fsync failed")
 
 // finishTimeIndex appends a time index entry for the segment's newest
 // timestamp unless the last entry already holds it: a segment loaded from

@@ -116,3 +116,53 @@ func TestLog_WriteFailure_AroundRoll(t *testing.T) {
 		})
 	}
 }
+
+// TestLog_SealSyncFailure_NotRetried: a roll's fsync of the segment it
+// seals fails. That log must stay unwritable until it is reopened — after
+// a failed fsync the kernel may have dropped the pages it could not write,
+// and a retried fsync could succeed over them — and a reopen brings back
+// every record acknowledged before.
+func TestLog_SealSyncFailure_NotRetried(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{
+		Kinds:  vfs.OpSync,
+		Filter: func(op vfs.Op) bool { return armed.Load() && op.Name == "/p/00000000000000000000.log" },
+	})
+	o := faultOptions(faulty)
+	o.RetentionBytes = 0
+	l := mustOpen(t, "/p", o)
+	var acked int64
+	for l.active().base == 0 {
+		armed.Store(true)
+		off, err := l.Append(recs(int(l.Head()), 4), InOS)
+		if err != nil {
+			if !errors.Is(err, ErrUnwritable) || !errors.Is(err, vfs.ErrInjected) {
+				t.Fatalf("append: %v, want ErrUnwritable from the injected fsync failure", err)
+			}
+			break
+		}
+		acked = off + 4
+	}
+	if h := l.Health(); h.Err == nil || h.Retrying {
+		t.Fatalf("after a failed fsync in a roll: health %+v, want unwritable and not retrying", h)
+	}
+	if err := l.Retry(); err == nil {
+		t.Fatal("Retry after a failed fsync made the log writable again")
+	}
+	if _, err := l.Append(recs(int(l.Head()), 1), InOS); !errors.Is(err, ErrUnwritable) {
+		t.Fatalf("append after a failed fsync: %v, want ErrUnwritable", err)
+	}
+	l.Close()
+	o2 := faultOptions(mem)
+	o2.RetentionBytes = 0
+	l2 := mustOpen(t, "/p", o2)
+	defer l2.Close()
+	if l2.Head() < acked {
+		t.Fatalf("reopened: head %d, but offsets below %d were acknowledged", l2.Head(), acked)
+	}
+	checkRecords(t, l2, 0)
+	if _, err := l2.Append(recs(int(l2.Head()), 1), InOS); err != nil {
+		t.Fatalf("append after reopen: %v", err)
+	}
+}
