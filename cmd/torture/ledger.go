@@ -99,6 +99,13 @@ type ledger struct {
 func (lg *ledger) Committed(name string, p int32, next int64) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
+	if lg.faulted {
+		// Answered after the fault was decided: a power cut's snapshot
+		// is taken after Fault while the server still answers, so such
+		// a commit may or may not be in what survives. Only commits
+		// answered before the fault are promises to check.
+		return
+	}
 	if lg.commits == nil {
 		lg.commits = map[string]map[int32]int64{}
 	}
