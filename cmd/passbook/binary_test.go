@@ -51,9 +51,17 @@ func passbookBinary(t testing.TB) string {
 // dir and returns its stdout, stderr and exit status.
 func runBinary(t testing.TB, dir, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(passbookBinary(t), args...)
+	return runProcess(t, passbookBinary(t), dir, binaryEnv(), stdin, args...)
+}
+
+// runProcess runs the executable bin with args in dir, with env and stdin,
+// and returns its stdout, stderr and exit status; it fails the test only
+// when the process cannot be run at all.
+func runProcess(t testing.TB, bin, dir string, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = binaryEnv()
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -3,17 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,52 +25,8 @@ import (
 // it with a function that stops it (SIGTERM) and waits for it to exit.
 func serveIn(t *testing.T, dir string) (*servedProc, func()) {
 	t.Helper()
-	p := &servedProc{kafkaAddr: freePort(t), httpAddr: freePort(t)}
-	cmd := exec.Command(plainBinary(t), "--data", dir, "serve", "--kafka", p.kafkaAddr, "--http", p.httpAddr)
-	cmd.Env = binaryEnv()
-	if os.Getenv("PASSBOOK_HOSTILE_LOG") != "" {
-		cmd.Stderr = os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.pid = cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	}
-	t.Cleanup(stop)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", p.httpAddr); err == nil {
-			c.Close()
-			if c, err = net.Dial("tcp", p.kafkaAddr); err == nil {
-				c.Close()
-				return p, stop
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("passbook serve exited: %v", cmd.ProcessState)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("passbook serve did not listen within 20 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	p, stop, _ := launchServe(t, dir, 20*time.Second, 15*time.Second)
+	return p, stop
 }
 
 // readyz returns /readyz's status code and JSON body.
@@ -264,18 +216,5 @@ func TestServe_DamagedPartitionFenced(t *testing.T) {
 // runPlain runs the plain (non-race) binary in dir.
 func runPlain(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(plainBinary(t), args...)
-	cmd.Dir = dir
-	cmd.Env = binaryEnv()
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run passbook %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errOut.String(), code
+	return runProcess(t, plainBinary(t), dir, binaryEnv(), "", args...)
 }

@@ -85,47 +85,67 @@ func freePort(t testing.TB) string {
 // flags, and stops it (SIGTERM, then SIGKILL) at the end of the test.
 func startServe(t *testing.T, extra ...string) *servedProc {
 	t.Helper()
+	p, _, _ := launchServe(t, t.TempDir(), 20*time.Second, 15*time.Second, extra...)
+	return p
+}
+
+// launchServe starts `passbook serve` (the binary built without -race) on
+// the data directory dir with extra flags, on free loopback ports, and
+// returns once both listeners accept (failing the test if it exits first
+// or takes longer than listen), with a function that stops it — SIGTERM,
+// then SIGKILL after grace — which also runs at the end of the test, and
+// how long it took to listen (Open of every partition comes first). Its
+// stderr goes to the test's when PASSBOOK_HOSTILE_LOG is set, and is shown
+// if it exits early.
+func launchServe(t *testing.T, dir string, listen, grace time.Duration, extra ...string) (*servedProc, func(), time.Duration) {
+	t.Helper()
 	p := &servedProc{kafkaAddr: freePort(t), httpAddr: freePort(t)}
-	args := append([]string{"--data", t.TempDir(), "serve", "--kafka", p.kafkaAddr, "--http", p.httpAddr}, extra...)
+	args := append([]string{"--data", dir, "serve", "--kafka", p.kafkaAddr, "--http", p.httpAddr}, extra...)
 	cmd := exec.Command(plainBinary(t), args...)
 	cmd.Env = binaryEnv()
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if os.Getenv("PASSBOOK_HOSTILE_LOG") != "" {
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = io.MultiWriter(stderr, os.Stderr)
 	}
+	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	p.pid = cmd.Process.Pid
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(grace):
+				cmd.Process.Kill()
+				<-exited
+			}
+		})
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(listen)
 	for {
-		c, err := net.Dial("tcp", p.httpAddr)
-		if err == nil {
+		if c, err := net.DialTimeout("tcp", p.kafkaAddr, time.Second); err == nil {
 			c.Close()
-			if c, err = net.Dial("tcp", p.kafkaAddr); err == nil {
+			if c, err := net.DialTimeout("tcp", p.httpAddr, time.Second); err == nil {
 				c.Close()
-				return p
+				return p, stop, time.Since(began)
 			}
 		}
 		select {
 		case <-exited:
-			t.Fatalf("passbook serve exited: %v", cmd.ProcessState)
+			t.Fatalf("passbook serve exited: %v\n%s", cmd.ProcessState, stderr.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("passbook serve did not listen within 20 s")
+			t.Fatalf("passbook serve did not listen within %s", listen)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,20 +17,7 @@ import (
 // test, so that a temporary data directory the lab keeps is cleaned up.
 func labRun(t *testing.T, tmp string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(passbookBinary(t), args...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run passbook %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errOut.String(), code
+	return runProcess(t, passbookBinary(t), t.TempDir(), append(binaryEnv(), "TMPDIR="+tmp), "", args...)
 }
 
 // labJSON is the part of `passbook lab --json` the tests read.

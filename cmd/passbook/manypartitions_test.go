@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -96,47 +94,8 @@ func buildManyPartitions(t *testing.T, dir, topic string, parts, segs int) {
 // that took: Open of every partition comes first.
 func startServeOn(t *testing.T, dir string, extra ...string) (*servedProc, time.Duration) {
 	t.Helper()
-	p := &servedProc{kafkaAddr: freePort(t), httpAddr: freePort(t)}
-	args := append([]string{"--data", dir, "serve", "--kafka", p.kafkaAddr, "--http", p.httpAddr}, extra...)
-	cmd := exec.Command(plainBinary(t), args...)
-	cmd.Env = binaryEnv()
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.pid = cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		if c, err := net.DialTimeout("tcp", p.kafkaAddr, time.Second); err == nil {
-			c.Close()
-			if c, err := net.DialTimeout("tcp", p.httpAddr, time.Second); err == nil {
-				c.Close()
-				return p, time.Since(began)
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("passbook serve exited: %v\n%s", cmd.ProcessState, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("passbook serve did not listen within 5 minutes")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p, _, took := launchServe(t, dir, 5*time.Minute, 60*time.Second, extra...)
+	return p, took
 }
 
 // TestServe_ManyPartitions: a data directory of 1,000 partitions and
