@@ -2,10 +2,7 @@ package kafka
 
 import (
 	"context"
-	"io/fs"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,39 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fullDisk is the OS file system with a switch that makes every write
-// fail with ENOSPC, as a full disk does.
-type fullDisk struct {
-	vfs.FS
-	full atomic.Bool
-}
-
-func (d *fullDisk) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
-	f, err := d.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &fullFile{File: f, d: d}, nil
-}
-
-type fullFile struct {
-	vfs.File
-	d *fullDisk
-}
-
-func (f *fullFile) Write(p []byte) (int, error) {
-	if f.d.full.Load() {
-		return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
-	}
-	return f.File.Write(p)
-}
-
 // TestProduce_DiskFull_StorageError: while the disk is full a produce
 // answers KAFKA_STORAGE_ERROR saying why; a franz-go producer, which
 // retries that error, has its record stored once space is back, and the
 // partition serves it — no restart.
 func TestProduce_DiskFull_StorageError(t *testing.T) {
-	disk := &fullDisk{FS: vfs.OS()}
+	disk := vfs.NewFull(vfs.OS())
 	db, err := passbook.Open(t.TempDir(), &passbook.Options{FS: disk})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +35,7 @@ func TestProduce_DiskFull_StorageError(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	disk.full.Store(true)
+	disk.SetFull(true)
 	b, err := batch.Append(nil, []batch.Record{{Value: []byte("refused")}}, batch.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +62,7 @@ func TestProduce_DiskFull_StorageError(t *testing.T) {
 		done <- cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("after")}).FirstErr()
 	}()
 	time.Sleep(300 * time.Millisecond)
-	disk.full.Store(false)
+	disk.SetFull(false)
 	if err := <-done; err != nil {
 		t.Fatalf("produce across the full disk: %v", err)
 	}

@@ -1,56 +1,26 @@
 package web
 
 import (
-	"io/fs"
 	"net/http"
-	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/vfs"
 )
 
-// fullDisk is the OS file system with a switch that makes every write
-// fail with ENOSPC, as a full disk does.
-type fullDisk struct {
-	vfs.FS
-	full atomic.Bool
-}
-
-func (d *fullDisk) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
-	f, err := d.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &fullFile{File: f, d: d}, nil
-}
-
-type fullFile struct {
-	vfs.File
-	d *fullDisk
-}
-
-func (f *fullFile) Write(p []byte) (int, error) {
-	if f.d.full.Load() {
-		return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
-	}
-	return f.File.Write(p)
-}
-
 // TestServer_Readyz_UnwritablePartition: while a partition cannot write
 // (a full disk), appends to it answer 503 partition_unwritable, /readyz
 // answers 503 naming it and why, and the metrics count it; once space is
 // back the partition takes appends by itself and /readyz is 200 again.
 func TestServer_Readyz_UnwritablePartition(t *testing.T) {
-	disk := &fullDisk{FS: vfs.OS()}
+	disk := vfs.NewFull(vfs.OS())
 	e := newEnvDB(t, &passbook.Options{FS: disk}, nil)
 	e.createTopic("orders", 2)
 	const recs = `{"records": [{"value": "v"}]}`
 	e.want(e.postJSON("/api/topics/orders/partitions/0/records", recs), http.StatusOK, "")
 	e.want(e.get("/readyz"), http.StatusOK, "")
 
-	disk.full.Store(true)
+	disk.SetFull(true)
 	e.want(e.postJSON("/api/topics/orders/partitions/0/records", recs), http.StatusServiceUnavailable, CodeUnwritable)
 	r := e.get("/readyz")
 	var body struct {
@@ -71,7 +41,7 @@ func TestServer_Readyz_UnwritablePartition(t *testing.T) {
 		t.Fatalf("passbook_partition_write_failures_total = %v", got)
 	}
 
-	disk.full.Store(false)
+	disk.SetFull(false)
 	waitFor(t, "appends taken again once space is back", func() bool {
 		return e.postJSON("/api/topics/orders/partitions/0/records", recs).status == http.StatusOK
 	})
