@@ -70,7 +70,7 @@ func TestBadInput_GoAPI(t *testing.T) {
 		{"out of range/partitions", func() error {
 			_, err := db.CreateTopic("t3", passbook.TopicConfig{Partitions: 20_000})
 			return err
-		}, passbook.ErrInvalidConfig, "partitions 20000 not in [1, 10000]"},
+		}, passbook.ErrInvalidConfig, "partitions 20000 not in [1, 10,000]"},
 		{"out of range/partition", func() error {
 			_, err := orders.AppendTo(7, []passbook.Record{{Value: []byte("x")}}, storage.DefaultDurability)
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/passbook-log/passbook/internal/thousands"
 	"iter"
 	"strings"
 	"sync/atomic"
@@ -157,8 +158,8 @@ func (c *TopicConfig) validate() error {
 		c.CleanupPolicy = CleanupDelete
 	}
 	var problems []string
-	if c.Partitions < 0 || c.Partitions > 10_000 {
-		problems = append(problems, fmt.Sprintf("partitions %d not in [1, 10000]", c.Partitions))
+	if c.Partitions < 0 || c.Partitions > MaxPartitions {
+		problems = append(problems, fmt.Sprintf("partitions %d not in [1, %s]", c.Partitions, thousands.Int(MaxPartitions)))
 	}
 	if c.RetentionAge < 0 || c.RetentionBytes < 0 || c.SegmentBytes < 0 || c.SegmentAge < 0 || c.MaxRecordBytes < 0 || c.DeleteRetention < 0 {
 		problems = append(problems, "retention, segment and record limits must not be negative")
@@ -183,6 +184,9 @@ func (c *TopicConfig) validate() error {
 // MaxMaxRecordBytes is the largest MaxRecordBytes a topic may have: a
 // record is held whole in memory by every writer and reader of it.
 const MaxMaxRecordBytes = 256 << 20
+
+// MaxPartitions is the most partitions a topic may have.
+const MaxPartitions = 10_000
 
 // maxSegmentBytes is the largest SegmentBytes (the storage's limit: index
 // positions are 32-bit).

@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -92,8 +93,8 @@ func (s *Server) topicConfig(rt *kmsg.CreateTopicsRequestTopic) (passbook.TopicC
 		cfg.Partitions = len(rt.ReplicaAssignment)
 	case rt.NumPartitions == -1:
 		cfg.Partitions = s.o.DefaultPartitions
-	case rt.NumPartitions < 1 || rt.NumPartitions > 10_000:
-		return cfg, kerr.InvalidPartitions.Code, fmt.Errorf("%d partitions: want 1 to 10000", rt.NumPartitions)
+	case rt.NumPartitions < 1 || rt.NumPartitions > passbook.MaxPartitions:
+		return cfg, kerr.InvalidPartitions.Code, fmt.Errorf("%d partitions: want 1 to %s", rt.NumPartitions, thousands.Int(passbook.MaxPartitions))
 	default:
 		cfg.Partitions = int(rt.NumPartitions)
 	}

@@ -111,8 +111,8 @@ const (
 // Validate reports what is wrong with o, if anything.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.DefaultPartitions < 0 || o.DefaultPartitions > 10_000 {
-		errs = append(errs, fmt.Errorf("default partitions %d not in [1, 10000]", o.DefaultPartitions))
+	if o.DefaultPartitions < 0 || o.DefaultPartitions > passbook.MaxPartitions {
+		errs = append(errs, fmt.Errorf("default partitions %d not in [1, %s]", o.DefaultPartitions, thousands.Int(passbook.MaxPartitions)))
 	}
 	if o.SocketRequestMaxBytes < 0 {
 		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d is negative", o.SocketRequestMaxBytes))

@@ -86,7 +86,7 @@ leaves the data directory as it was.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.Partitions, "partitions", 1, "number of partitions, 1 to 10000")
+	f.IntVar(&cfg.Partitions, "partitions", 1, "number of partitions, 1 to 10,000")
 	f.DurationVar(&cfg.RetentionAge, "retention", 0, "delete segments whose newest record is older than this (0: keep forever)")
 	f.Int64Var(&cfg.RetentionBytes, "retention-bytes", 0, "per partition, delete the oldest segments past this size (0: no limit)")
 	f.Int64Var(&cfg.SegmentBytes, "segment-bytes", 0, "roll segments at this size, 1048576 to 2147483648 (default 128 MiB)")
@@ -108,8 +108,8 @@ func checkTopicFlags(cmd *cobra.Command, cfg passbook.TopicConfig) error {
 	f := cmd.Flags()
 	set := f.Changed
 	switch {
-	case set("partitions") && (cfg.Partitions < 1 || cfg.Partitions > 10_000):
-		return usagef("--partitions %d: want 1 to 10000", cfg.Partitions)
+	case set("partitions") && (cfg.Partitions < 1 || cfg.Partitions > passbook.MaxPartitions):
+		return usagef("--partitions %d: want 1 to %s", cfg.Partitions, thousands.Int(passbook.MaxPartitions))
 	case cfg.RetentionAge < 0:
 		return usagef("--retention %v: want a duration of 0 (keep forever) or more", cfg.RetentionAge)
 	case cfg.RetentionBytes < 0:
