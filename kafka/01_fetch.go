@@ -16,8 +16,11 @@ package kafka
 // partitions to grow (a long poll), and Shutdown cuts the wait short.
 //
 // The record bytes are read from the segment file into a buffer of the
-// connection (ReadAt), and copied from there into the response: not yet
-// sendfile. The bytes read count against the server's
+// connection (ReadAt). A response with 64 KiB of records or more
+// (spliceMin, fetchwrite.go) is written from there in one vectored write
+// with the rest of the response, not copied; a smaller one is copied into
+// the encoded response, which is cheaper at that size. Not yet sendfile.
+// The bytes read count against the server's
 // queued.max.response.bytes (Options.QueuedMaxResponseBytes) until the
 // response is written: when it is spent, a fetch that has data returns
 // what it has, and one with none yet waits for room.
