@@ -17,8 +17,7 @@ Standard library only, single-threaded. As the course says of its own lab,
 the offset store runs with fsync off (PRAGMA synchronous=OFF): a commit
 survives the consumer object being thrown away (and a process crash, since
 the write has reached the OS), not a power cut. --journal picks SQLite's
-journal mode (the course's text names none: DELETE, SQLite's default, unless
-told otherwise). The one SQLite file it makes is removed at the end.
+journal mode (the course's text names none): WAL unless told otherwise. The one SQLite file it makes is removed at the end.
 """
 
 import argparse

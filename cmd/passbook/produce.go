@@ -44,9 +44,9 @@ the text before the first separator is the record's key, which picks the
 partition the way Kafka's default partitioner does.
 
 Lines: a line ends at \n, and a \r just before it is dropped too, so a
-file with CRLF line endings gives the same records as one with LF; any
-other \r is data. A last line without a newline is a record. An empty
-line is a record with an empty value.
+file with CRLF line endings gives the same records as one with LF. A last
+line without a newline is a record, and a \r ending it is dropped as
+well; any other \r is data. An empty line is a record with an empty value.
 
 Records are appended in batches, as a Kafka producer sends them: a batch
 is appended when one partition's share holds --batch-records records or

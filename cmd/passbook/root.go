@@ -120,8 +120,8 @@ func wrapArgs(c *cobra.Command) {
 }
 
 // open opens an existing data directory: every command but topic create,
-// produce's auto-creation, serve and lab works on one that exists, and
-// none creates one where --data was mistyped.
+// serve and lab works on one that exists (produce too: it never creates
+// a topic or a directory), and none creates one where --data was mistyped.
 func (e *env) open() (*passbook.DB, error) {
 	db, err := e.openDB(true)
 	return db, noDataDirHint(err)
