@@ -177,7 +177,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	s.next.Store(s.base)
 	s.sinceIndex, s.sinceTime = l.o.IndexInterval, l.o.IndexInterval
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		s.release()
+		s.drop()
 		return nil, fmt.Errorf("sync directory: %w", err)
 	}
 	segs := append(slices.Clone(l.segments()), s)

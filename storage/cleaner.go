@@ -445,13 +445,13 @@ func (l *Log) swap(g *groupCleaner, group []*segment, cs *cleanerState) error {
 	s.cleaned = true
 	s.size.Store(g.out.size.Load())
 	if err := l.loadFromIndex(s, s.size.Load(), false); err != nil || s.next.Load() != g.end {
-		s.release()
+		s.drop()
 		return l.fail(fmt.Errorf("compaction: load cleaned segment %d (to offset %d, want %d): %w", g.base, s.next.Load(), g.end, err))
 	}
 	segs := slices.Concat(cur[:i], []*segment{s}, cur[i+len(group):])
 	l.segs.Store(&segs)
 	for _, old := range group {
-		old.release() // the log's reference: readers may hold theirs
+		old.drop() // the log's reference, which pins nothing: readers may hold theirs
 	}
 	l.o.Logger.Debug("swapped cleaned segment", "dir", l.dir, "base", g.base, "end", g.end, "segments", len(group), "bytes", s.size.Load())
 	return nil

@@ -19,18 +19,12 @@ const LeaderEpoch = 0
 // the length says, the base offset by the offset chain (segScanner.check),
 // and the leader epoch here.
 
-// checkFraming checks the fields of a stored batch's header that neither
-// the CRC nor the offset chain covers: the magic byte, a length that
-// holds at least the header, and the partition leader epoch passbook
-// stamps. Open's recovery and Verify both call it (through
-// segScanner.check), so they agree.
+// checkFraming checks the one field of a stored batch's header that
+// neither the CRC, the header's parsing nor the offset chain covers: the
+// partition leader epoch passbook stamps. Open's recovery and Verify both
+// call it (through segScanner.check), so they agree.
 func checkFraming(h batch.Header) error {
-	switch {
-	case h.Magic != batch.Magic:
-		return fmt.Errorf("%w: magic %d, want %d", ErrCorrupt, h.Magic, batch.Magic)
-	case h.Length < batch.HeaderSize-batch.LengthOverhead:
-		return fmt.Errorf("%w: length %d is shorter than a batch header", ErrCorrupt, h.Length)
-	case h.PartitionLeaderEpoch != LeaderEpoch:
+	if h.PartitionLeaderEpoch != LeaderEpoch {
 		return fmt.Errorf("%w: partition leader epoch %d, but passbook stamps %d on every batch (the field is outside the CRC)", ErrCorrupt, h.PartitionLeaderEpoch, LeaderEpoch)
 	}
 	return nil

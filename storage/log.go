@@ -584,7 +584,7 @@ func (l *Log) Close() error {
 func (l *Log) closeFiles() {
 	if p := l.segs.Load(); p != nil {
 		for _, s := range *p {
-			s.release()
+			s.drop() // the log's reference
 		}
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,19 +262,13 @@ func (l *Log) removeFailedRoll(s *segment) error {
 	}
 	removed := false
 	for _, n := range names {
-		for _, ext := range []string{".log", ".index", ".timeindex"} {
-			base, ok := strings.CutSuffix(n, ext)
-			if !ok || len(base) != 20 {
-				continue
-			}
-			if b, err := strconv.ParseInt(base, 10, 64); err != nil || b <= s.base {
-				continue
-			}
-			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("remove %s of a failed roll: %w", n, err)
-			}
-			removed = true
+		if b, _, ok := segmentFile(n); !ok || b <= s.base {
+			continue
 		}
+		if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s of a failed roll: %w", n, err)
+		}
+		removed = true
 	}
 	if removed {
 		if err := l.fs.SyncDir(l.dir); err != nil {

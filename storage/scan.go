@@ -182,9 +182,10 @@ func (sc *segScanner) read() (SegmentBatch, error) {
 	headerOK := err == nil || errors.Is(err, batch.ErrShort) && h.Magic == batch.Magic && h.Length >= batch.HeaderSize-batch.LengthOverhead
 	crcOK := false
 	if err == nil {
-		_, cerr := batch.Check(b)
-		crcOK = cerr == nil
-		err = sc.check(b, h)
+		if _, err = batch.Check(b); err == nil {
+			crcOK = true
+			err = sc.check(b, h)
+		}
 	}
 	if err == nil {
 		sc.expect, sc.jump = h.NextOffset(), false
@@ -197,12 +198,10 @@ func (sc *segScanner) read() (SegmentBatch, error) {
 	return SegmentBatch{Pos: pos, Size: size, Header: h, HeaderOK: headerOK, CRCOK: crcOK, Err: err}, nil
 }
 
-// check verifies a whole batch read at the expected place: CRC, offsets,
-// record count and every record.
+// check verifies a whole batch read at the expected place, its CRC
+// already checked: the fields outside the CRC, offsets, record count and
+// every record.
 func (sc *segScanner) check(b []byte, h batch.Header) error {
-	if _, err := batch.Check(b); err != nil {
-		return err
-	}
 	if err := checkFraming(h); err != nil {
 		return err
 	}

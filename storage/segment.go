@@ -92,8 +92,9 @@ func (s *segment) acquire() bool {
 	return true
 }
 
-// release drops a reader's reference (or the log's, when it is the last)
-// and closes the files with the last one.
+// release drops a reader's reference, unpinning its files, and closes
+// the files with the last reference. The log's own reference, which pins
+// nothing, goes with drop.
 func (s *segment) release() {
 	s.pinMu.Lock()
 	defer s.pinMu.Unlock()
