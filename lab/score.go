@@ -72,8 +72,11 @@ func Judge(p int, predicted *int64, r *Result) Verdict {
 	case 2: // duplicates: 1 committing after, 0 before
 		switch {
 		case after && got == actual+1:
-			return Verdict{OffByOne, "that is a consumer that commits the offset it processed instead of the next one to read (processed + 1): it would redo offset " +
-				thousands.Int(r.CrashedAt-1) + " too"}
+			why := "that is a consumer that commits the offset it processed instead of the next one to read (processed + 1)"
+			if r.CrashedAt > 0 {
+				why += ": it would redo offset " + thousands.Int(r.CrashedAt-1) + " too"
+			}
+			return Verdict{OffByOne, why}
 		case after && got == 0:
 			note = "that is commit-before's answer; committing after the work, the crash fell before the commit, so the restart redid offset " + crash
 		case !after && got == 1:

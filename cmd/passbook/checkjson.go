@@ -71,9 +71,10 @@ func actionsJSON(out []actionJSON, as []storage.RepairAction) []actionJSON {
 	return out
 }
 
-// toCheckJSON is r as JSON; with repair, the partitions' extents are
-// after the repair and the actions are listed.
-func toCheckJSON(r *passbook.CheckReport, repair, dry bool) checkJSON {
+// toCheckJSON is r as JSON; for a repair's report, the partitions'
+// extents are after the repair and its actions are listed (a verify's
+// report has none).
+func toCheckJSON(r *passbook.CheckReport, dry bool) checkJSON {
 	j := checkJSON{Dir: r.Dir, DryRun: dry, Topics: r.Topics, Offsets: r.Offsets,
 		Partitions: []partitionJSON{}, Notes: append([]string{}, r.Notes...)}
 	for _, p := range r.Partitions {
@@ -90,9 +91,7 @@ func toCheckJSON(r *passbook.CheckReport, repair, dry bool) checkJSON {
 		j.Partitions = append(j.Partitions, pj)
 		j.Notes = append(j.Notes, p.Report.Notes...)
 	}
-	if repair {
-		j.Actions = actionsJSON(j.Actions, r.Actions)
-	}
+	j.Actions = actionsJSON(j.Actions, r.Actions)
 	if j.Actions == nil {
 		j.Actions = []actionJSON{}
 	}

@@ -96,15 +96,8 @@ input: exit 2, nothing read or committed.`,
 			c, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{
 				Name: name, Partitions: partitions, Start: start, Commit: consumer.CommitNone, OnGap: gap,
 			})
-			var rangeErr *consumer.RangeError
-			switch {
-			case errors.As(err, &rangeErr):
-				rangeErr.Option = "--from"
-				return usageError{err}
-			case errors.Is(err, consumer.ErrInvalid):
-				return usageError{err}
-			case err != nil:
-				return err
+			if err != nil {
+				return asUsage(err, "--from")
 			}
 			defer c.Close()
 
@@ -316,4 +309,21 @@ func textOrBytes(b []byte) (*string, []byte) {
 		return &s, nil
 	}
 	return nil, b
+}
+
+// asUsage makes the consumer package's refusal of bad input — an offset
+// outside what a partition holds, a partition the topic does not have —
+// a usage error (exit 2), its suggestion naming option (--from, --to; ""
+// for a plain earliest or latest); other errors pass through. Nothing was
+// moved or committed when the consumer package refuses.
+func asUsage(err error, option string) error {
+	var rangeErr *consumer.RangeError
+	switch {
+	case errors.As(err, &rangeErr):
+		rangeErr.Option = option
+		return usageError{err}
+	case errors.Is(err, consumer.ErrInvalid):
+		return usageError{err}
+	}
+	return err
 }

@@ -109,7 +109,7 @@ usual way to give an argument that starts with '-').`,
 			}
 			moved, err := consumer.Seek(cmd.Context(), db.Offsets(), t, name, consumer.AtOffset(off), []int32{partition})
 			if err != nil {
-				return err
+				return asUsage(err, "")
 			}
 			fmt.Fprintf(e.stdout, "%s on %s/%d: committed offset %s\n", name, topic, partition, thousands.Int(moved[partition]))
 			return nil

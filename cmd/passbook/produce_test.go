@@ -18,6 +18,7 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/internal/thousands"
 )
 
 // Every test here runs the built binary on a data directory made with
@@ -139,7 +140,7 @@ func TestProduce_Batches(t *testing.T) {
 			[][]int{{10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000}}},
 		{"so does --file", 1, seqLines(1, 25_000), true, nil,
 			[][]int{{10_000, 10_000, 5_000}}},
-		{"fsync mode syncs once per batch of the same size", 1, seqLines(1, 20_000), false,
+		{"fsync mode makes batches of the same size", 1, seqLines(1, 20_000), false,
 			[]string{"--durability", "fsync"}, [][]int{{10_000, 10_000}}},
 		{"--batch-records", 1, seqLines(1, 20), false, []string{"--batch-records", "7"},
 			[][]int{{7, 7, 6}}},
@@ -177,7 +178,7 @@ func TestProduce_Batches(t *testing.T) {
 					n += c
 				}
 			}
-			want := fmt.Sprintf("produced %s records to t in %d batches in ", fmtInt(n), batches)
+			want := fmt.Sprintf("produced %s records to t in %d batches in ", thousands.Int(n), batches)
 			if !strings.HasPrefix(errOut, want) {
 				t.Errorf("stderr %q, want it to start with %q", errOut, want)
 			}
@@ -190,14 +191,6 @@ func TestProduce_Batches(t *testing.T) {
 			}
 		})
 	}
-}
-
-func fmtInt(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // TestProduce_DefaultLingerBatchesAPipe: with the default linger (5ms), a

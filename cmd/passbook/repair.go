@@ -53,7 +53,7 @@ code is the same.`,
 				return noDataDirHint(err)
 			}
 			if asJSON {
-				if err := writeJSON(e, toCheckJSON(r, true, dry)); err != nil {
+				if err := writeJSON(e, toCheckJSON(r, dry)); err != nil {
 					return err
 				}
 				if ps := r.AllProblems(); !dry && len(ps) > 0 {

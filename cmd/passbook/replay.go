@@ -65,15 +65,8 @@ pass --create to make it (it then starts where --to says).`,
 				return fmt.Errorf("%w; to start a new consumer there, pass --create", err)
 			}
 			moved, err := consumer.Seek(ctx, db.Offsets(), t, name, target, partitions)
-			var rangeErr *consumer.RangeError
-			switch {
-			case errors.As(err, &rangeErr):
-				rangeErr.Option = "--to"
-				return usageError{err}
-			case errors.Is(err, consumer.ErrInvalid):
-				return usageError{err} // nothing was moved
-			case err != nil:
-				return err
+			if err != nil {
+				return asUsage(err, "--to")
 			}
 			ps := make([]int32, 0, len(moved))
 			for p := range moved {

@@ -44,7 +44,7 @@ here) and notes. The exit code is the same.`,
 			}
 			ps := r.AllProblems()
 			if asJSON {
-				if err := writeJSON(e, toCheckJSON(r, false, false)); err != nil {
+				if err := writeJSON(e, toCheckJSON(r, false)); err != nil {
 					return err
 				}
 				if len(ps) > 0 {
@@ -126,7 +126,6 @@ func pluralInt(n int64, word string) string {
 // lazyProgress is a progress bar started at the first update, when the
 // total is known.
 type lazyProgress struct {
-	stdout io.Writer
 	stderr io.Writer
 	name   string
 	bar    *progress
@@ -135,7 +134,7 @@ type lazyProgress struct {
 
 func (l *lazyProgress) update(done, total int64) {
 	if l.bar == nil {
-		l.bar = newProgress(l.stdout, l.stderr, l.name, total, unitBytes)
+		l.bar = newProgress(nil, l.stderr, l.name, total, unitBytes) // the report comes after the bar
 	}
 	l.bar.add(int(done - l.last))
 	l.last = done
