@@ -52,46 +52,31 @@ type openedPartition struct {
 // took about a minute.
 func (db *DB) openPartitions(dir, name string, c TopicConfig, d storage.Durability) []openedPartition {
 	out := make([]openedPartition, c.Partitions)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	workers := openParallelism
-	if c.Partitions < parallelFrom {
-		// Small topics open in order, as before: they are quick, and a
-		// fault injected at the i-th file operation (cmd/torture) then
-		// hits the same partition on every run of a seed.
-		workers = 1
-	}
-	for range workers {
-		wg.Go(func() {
-			for p := range work {
-				o := c.storageOptions()
-				o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
-				// The data directory's LOCK covers the partitions: none
-				// holds a lock file (and a descriptor) of its own.
-				o.Files, o.CallerLocked = db.files, true
-				out[p].l, out[p].err = storage.Open(filepath.Join(dir, fmt.Sprint(p)), &o)
-			}
-		})
-	}
-	for p := range c.Partitions {
-		work <- p
-	}
-	close(work)
-	wg.Wait()
+	parallel(c.Partitions, func(p int) {
+		o := c.storageOptions()
+		o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
+		// The data directory's LOCK covers the partitions: none
+		// holds a lock file (and a descriptor) of its own.
+		o.Files, o.CallerLocked = db.files, true
+		out[p].l, out[p].err = storage.Open(filepath.Join(dir, fmt.Sprint(p)), &o)
+	})
 	return out
 }
 
-// openPartitions opens openParallelism partitions at once in topics of
+// parallel runs openParallelism partitions at once in topics of
 // parallelFrom partitions or more.
 const (
 	openParallelism = 16
 	parallelFrom    = 64
 )
 
-// closeParallel runs each(p) for p in [0, n), several at a time when n
-// is at least parallelFrom: a partition's Close waits for fsyncs (its
-// active segment, indexes and clean-shutdown checkpoint).
-func closeParallel(n int, each func(p int)) {
+// parallel runs each(p) for p in [0, n), several at a time when n is
+// at least parallelFrom: a partition's Open and Close wait for fsyncs
+// (its directory, active segment, indexes and checkpoint), which a disk
+// serves side by side. Smaller counts run in order, as before: they are
+// quick, and a fault injected at the i-th file operation (cmd/torture)
+// then hits the same partition on every run of a seed.
+func parallel(n int, each func(p int)) {
 	workers := openParallelism
 	if n < parallelFrom {
 		workers = 1

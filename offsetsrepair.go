@@ -17,9 +17,6 @@ import (
 	"github.com/passbook-log/passbook/vfs"
 )
 
-// kafkaProducerIDs is the Kafka server's producer id sequence (NextID).
-const kafkaProducerIDs = "kafka-producer-id"
-
 // salvage is what could be read back of a damaged offset store.
 type salvage struct {
 	entries   map[offsets.Key]offsets.Entry // each with a valid checksum
@@ -154,7 +151,7 @@ func rebuildOffsets(logsFS, fsys vfs.FS, dir, path string, r *CheckReport, dry b
 		return fmt.Errorf("write the salvaged offsets: %w", err)
 	}
 	if s.seqErr != nil {
-		s.sequences[kafkaProducerIDs] = max(s.sequences[kafkaProducerIDs], time.Now().UnixMicro())
+		s.sequences[offsets.KafkaProducerIDSequence] = max(s.sequences[offsets.KafkaProducerIDSequence], time.Now().UnixMicro())
 	}
 	for name, next := range s.sequences {
 		if _, err := store.DB().Exec(`INSERT INTO passbook_sequences (name, next) VALUES (?, ?)
@@ -164,14 +161,9 @@ func rebuildOffsets(logsFS, fsys vfs.FS, dir, path string, r *CheckReport, dry b
 	}
 	// The topics' IDs, from their topic.json: the store is theirs.
 	ids := map[string]offsets.TopicID{}
-	names, _ := logsFS.ReadDir(filepath.Join(dir, "topics"))
-	for _, name := range names {
-		b, err := readAll(logsFS, filepath.Join(dir, "topics", name, "topic.json"))
-		var tf topicFile
-		if err == nil && unmarshalTopic(b, &tf) == nil && tf.ID != "" {
-			if id, err := offsets.ParseTopicID(tf.ID); err == nil {
-				ids[name] = id
-			}
+	for _, t := range topicIDsOnDisk(logsFS, dir) {
+		if id, err := offsets.ParseTopicID(t.id); err == nil {
+			ids[t.name] = id
 		}
 	}
 	if _, err := store.BindTopics(ctx, ids, false); err != nil {

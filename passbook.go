@@ -391,19 +391,17 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 		}
 		t.parts = append(t.parts, l)
 	}
-	if cfg != nil {
-		// topic.json last: a topic directory without it is a creation
-		// that did not finish, and Open removes it.
+	if cfg != nil || newID {
+		// A new topic: topic.json last, as a topic directory without it
+		// is a creation that did not finish, and Open removes it. A topic
+		// from before topic IDs: its ID is made once, here, and a crash
+		// before the rename leaves topic.json as it was.
 		if err := writeFileSynced(db.fs, dir, "topic.json", encodeTopic(c, id)); err != nil {
 			t.close()
+			if cfg == nil {
+				return nil, fmt.Errorf("passbook: open topic %s: give it a topic ID: %w", name, err)
+			}
 			return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
-		}
-	} else if newID {
-		// A topic from before topic IDs: its ID is made once, here. A
-		// crash before the rename leaves topic.json as it was.
-		if err := writeFileSynced(db.fs, dir, "topic.json", encodeTopic(c, id)); err != nil {
-			t.close()
-			return nil, fmt.Errorf("passbook: open topic %s: give it a topic ID: %w", name, err)
 		}
 	}
 	return t, nil
@@ -411,7 +409,7 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 
 func (t *Topic) close() error {
 	errs := make([]error, len(t.parts))
-	closeParallel(len(t.parts), func(p int) {
+	parallel(len(t.parts), func(p int) {
 		l := t.parts[p]
 		if l == nil { // fenced
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/passbook-log/passbook/internal/thousands"
 	"iter"
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -60,22 +61,19 @@ type TopicConfig struct {
 // TimestampAfterMax, accepts any timestamp (Kafka's Long.MAX_VALUE).
 const NoTimestampLimit = storage.NoTimestampLimit
 
-// kafkaMaxLong is Kafka's Long.MAX_VALUE, its "no limit" for a time in
-// milliseconds.
-const kafkaMaxLong = 1<<63 - 1
-
-// timestampLimitMs is a timestamp limit in milliseconds, Kafka's way:
+// TimestampLimitMs is a timestamp limit in milliseconds, Kafka's way
+// (topic.json and the Kafka configs message.timestamp.*.max.ms):
 // NoTimestampLimit is Long.MAX_VALUE, zero (the default) is zero.
-func timestampLimitMs(d time.Duration) int64 {
+func TimestampLimitMs(d time.Duration) int64 {
 	if d == NoTimestampLimit {
-		return kafkaMaxLong
+		return math.MaxInt64
 	}
 	return d.Milliseconds()
 }
 
-// timestampLimit reads what timestampLimitMs writes; a limit longer than
-// a time.Duration holds is no limit.
-func timestampLimit(ms int64) time.Duration {
+// TimestampLimit reads what TimestampLimitMs writes; a limit longer than
+// a time.Duration holds (such as Kafka's Long.MAX_VALUE) is no limit.
+func TimestampLimit(ms int64) time.Duration {
 	if ms >= int64(NoTimestampLimit/time.Millisecond) {
 		return NoTimestampLimit
 	}
@@ -122,7 +120,7 @@ func (c TopicConfig) MarshalJSON() ([]byte, error) {
 		SegmentBytes: c.SegmentBytes, SegmentMs: c.SegmentAge.Milliseconds(), MaxRecordBytes: c.MaxRecordBytes,
 		Durability: c.Durability.String(), CleanupPolicy: c.CleanupPolicy,
 		DeleteRetentionMs: c.DeleteRetention.Milliseconds(),
-		TimestampBeforeMs: timestampLimitMs(c.TimestampBeforeMax), TimestampAfterMs: timestampLimitMs(c.TimestampAfterMax),
+		TimestampBeforeMs: TimestampLimitMs(c.TimestampBeforeMax), TimestampAfterMs: TimestampLimitMs(c.TimestampAfterMax),
 	})
 }
 
@@ -144,7 +142,7 @@ func (c *TopicConfig) UnmarshalJSON(b []byte) error {
 		SegmentBytes: j.SegmentBytes, SegmentAge: time.Duration(j.SegmentMs) * time.Millisecond, MaxRecordBytes: j.MaxRecordBytes,
 		Durability: d, CleanupPolicy: j.CleanupPolicy,
 		DeleteRetention:    time.Duration(j.DeleteRetentionMs) * time.Millisecond,
-		TimestampBeforeMax: timestampLimit(j.TimestampBeforeMs), TimestampAfterMax: timestampLimit(j.TimestampAfterMs),
+		TimestampBeforeMax: TimestampLimit(j.TimestampBeforeMs), TimestampAfterMax: TimestampLimit(j.TimestampAfterMs),
 	}
 	return nil
 }
@@ -194,7 +192,8 @@ const maxSegmentBytes = 2 << 30
 
 // validateNew checks what only a new topic must satisfy (an existing
 // topic.json that predates a rule still opens): its segment size at least
-// minSegment and at most 2 GiB, and a record limit in [1, 256 MiB].
+// minSegment and at most 2 GiB, and a record limit in [1, 256 MiB]. It
+// runs after validate, on a config that passed it.
 func (c *TopicConfig) validateNew(minSegment int64) error {
 	var problems []string
 	if c.SegmentBytes != 0 && (c.SegmentBytes < max(minSegment, 1) || c.SegmentBytes > maxSegmentBytes) {
@@ -212,7 +211,7 @@ func (c *TopicConfig) validateNew(minSegment int64) error {
 			problems = append(problems, fmt.Sprintf("%s %v under 1ms", l.name, l.d))
 		}
 	}
-	if c.MaxRecordBytes != 0 && (c.MaxRecordBytes < 1 || c.MaxRecordBytes > MaxMaxRecordBytes) {
+	if c.MaxRecordBytes > MaxMaxRecordBytes { // validate, run first, refuses a negative one
 		problems = append(problems, fmt.Sprintf("max record bytes %d not in [1, %d]", c.MaxRecordBytes, MaxMaxRecordBytes))
 	}
 	if len(problems) > 0 {

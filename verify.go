@@ -208,6 +208,25 @@ func storeFS(fsys vfs.FS) vfs.FS {
 	return fsys
 }
 
+// topicIDOnDisk is a topic's name and the ID its topic.json records.
+type topicIDOnDisk struct{ name, id string }
+
+// topicIDsOnDisk lists the topics under dir whose topic.json reads and
+// records an ID, in the order of the topics directory; a topic.json that
+// is missing, unreadable or without an ID is left out.
+func topicIDsOnDisk(fsys vfs.FS, dir string) []topicIDOnDisk {
+	var out []topicIDOnDisk
+	names, _ := fsys.ReadDir(filepath.Join(dir, "topics"))
+	for _, name := range names {
+		b, err := readAll(fsys, filepath.Join(dir, "topics", name, "topic.json"))
+		var tf topicFile
+		if err == nil && unmarshalTopic(b, &tf) == nil && tf.ID != "" {
+			out = append(out, topicIDOnDisk{name, tf.ID})
+		}
+	}
+	return out
+}
+
 // checkStoreIdentity reports an offset store that is not the one the
 // topics were bound in: each topic's ID (in its topic.json) goes into the
 // store when the topic is created, or first opened with IDs, so a missing
@@ -215,13 +234,8 @@ func storeFS(fsys vfs.FS) vfs.FS {
 // replaced or truncated — and every committed offset with it.
 func checkStoreIdentity(fsys, offsetsFS vfs.FS, dir string, r *CheckReport) {
 	var withIDs []string
-	names, _ := fsys.ReadDir(filepath.Join(dir, "topics"))
-	for _, name := range names {
-		b, err := readAll(fsys, filepath.Join(dir, "topics", name, "topic.json"))
-		var tf topicFile
-		if err == nil && unmarshalTopic(b, &tf) == nil && tf.ID != "" {
-			withIDs = append(withIDs, name)
-		}
+	for _, t := range topicIDsOnDisk(fsys, dir) {
+		withIDs = append(withIDs, t.name)
 	}
 	if len(withIDs) == 0 {
 		return

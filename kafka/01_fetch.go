@@ -45,11 +45,6 @@ func fetch(_ context.Context, c *conn, req *kmsg.FetchRequest) (reply, error) {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return reply{resp: resp}, nil
 	}
-	if limit := int32(c.s.o.FetchMaxBytes); req.MaxBytes > limit || slices.ContainsFunc(req.Topics, func(t kmsg.FetchRequestTopic) bool {
-		return slices.ContainsFunc(t.Partitions, func(p kmsg.FetchRequestTopicPartition) bool { return p.PartitionMaxBytes > limit })
-	}) {
-		c.s.fetchesCapped.Add(1)
-	}
 	parts := c.resolveFetch(req, resp)
 	return reply{resp: resp, wait: func(ctx context.Context) { c.fetch(ctx, req, parts) }}, nil
 }
@@ -67,9 +62,12 @@ type fetchPart struct {
 	out  *kmsg.FetchResponseTopicPartition
 }
 
-// resolveFetch lays out the response and finds each partition's log.
+// resolveFetch lays out the response and finds each partition's log. It
+// counts the fetch in fetchesCapped when FetchMaxBytes cuts its max_bytes
+// or a partition's.
 func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchPart {
 	var parts []fetchPart
+	capped := int(req.MaxBytes) > c.s.o.FetchMaxBytes
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt, t := &req.Topics[i], &resp.Topics[i]
@@ -83,6 +81,7 @@ func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []
 			p.Partition = rp.Partition
 			p.RecordBatches = noRecords
 			fp := fetchPart{from: rp.FetchOffset, max: min(int(rp.PartitionMaxBytes), c.s.o.FetchMaxBytes), out: p}
+			capped = capped || int(rp.PartitionMaxBytes) > c.s.o.FetchMaxBytes
 			if terr != nil {
 				p.ErrorCode = errorCode(terr)
 			} else if fp.l, terr = topic.Partition(rp.Partition); terr != nil {
@@ -91,6 +90,9 @@ func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []
 			}
 			parts = append(parts, fp)
 		}
+	}
+	if capped {
+		c.s.fetchesCapped.Add(1)
 	}
 	return parts
 }
@@ -149,14 +151,15 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 			c.setWatermarks(fp)
 			continue
 		}
-		if chunk.Size > 0 && (total == 0 || total+int(chunk.Size) <= maxBytes) && !c.chargeResponse(ctx, total, int64(chunk.Size)) {
+		fits := chunk.Size > 0 && (total == 0 || total+int(chunk.Size) <= maxBytes)
+		if fits && !c.chargeResponse(ctx, total, int64(chunk.Size)) {
 			// No room under queued.max.response.bytes: send what we have.
 			chunk.Release()
 			c.setWatermarks(fp)
 			maxBytes = total
 			continue
 		}
-		if chunk.Size > 0 && (total == 0 || total+int(chunk.Size) <= maxBytes) {
+		if fits {
 			n := len(buf)
 			buf = slices.Grow(buf, int(chunk.Size))[:n+int(chunk.Size)] // no zeroing when it fits
 			if _, err := chunk.File.ReadAt(buf[n:], chunk.Pos); err != nil {

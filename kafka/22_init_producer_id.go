@@ -15,14 +15,12 @@ package kafka
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() { register(kmsg.InitProducerID, 0, 4, initProducerID) }
-
-// producerIDSequence names the offset store's sequence of producer ids.
-const producerIDSequence = "kafka-producer-id"
 
 func initProducerID(ctx context.Context, c *conn, req *kmsg.InitProducerIDRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
@@ -35,7 +33,7 @@ func initProducerID(ctx context.Context, c *conn, req *kmsg.InitProducerIDReques
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return reply{resp: resp}, nil
 	}
-	id, err := c.s.db.Offsets().NextID(context.WithoutCancel(ctx), producerIDSequence)
+	id, err := c.s.db.Offsets().NextID(context.WithoutCancel(ctx), offsets.KafkaProducerIDSequence)
 	if err != nil {
 		resp.ErrorCode = c.s.groups.storeErrorCode(err)
 		return reply{resp: resp}, nil

@@ -172,10 +172,7 @@ func parseMsOrForever(v string) (time.Duration, error) {
 // timestampLimitString is a timestamp limit as Kafka states it: no limit
 // is Long.MAX_VALUE.
 func timestampLimitString(d time.Duration) string {
-	if d == passbook.NoTimestampLimit {
-		return strconv.FormatInt(math.MaxInt64, 10)
-	}
-	return strconv.FormatInt(d.Milliseconds(), 10)
+	return strconv.FormatInt(passbook.TimestampLimitMs(d), 10)
 }
 
 // parseTimestampLimit parses a timestamp limit of at least 1 ms; one
@@ -185,10 +182,7 @@ func parseTimestampLimit(v string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n >= maxMs {
-		return passbook.NoTimestampLimit, nil
-	}
-	return time.Duration(n) * time.Millisecond, nil
+	return passbook.TimestampLimit(n), nil
 }
 
 // maxMs is the longest time, in milliseconds, a time.Duration holds

@@ -7,6 +7,11 @@ import (
 	"github.com/ncruces/go-sqlite3"
 )
 
+// KafkaProducerIDSequence is the name of the sequence the Kafka server
+// draws producer ids from (NextID); passbook offsets repair carries it
+// over to a rebuilt store.
+const KafkaProducerIDSequence = "kafka-producer-id"
+
 const nextIDSQL = `INSERT INTO passbook_sequences (name, next) VALUES (?1, 1)
 	ON CONFLICT (name) DO UPDATE SET next = next + 1
 	RETURNING next - 1`
