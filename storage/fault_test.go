@@ -152,9 +152,9 @@ func checkSurvivors(t *testing.T, what string, fsys vfs.FS, want int64) *Log {
 }
 
 // TestLog_Faults_EveryOperation fails each operation of a workload that
-// appends, rolls segments, syncs, runs retention and closes. Once an
-// append fails, every later one fails until the log is reopened; no
-// acknowledged record is missing after reopening the disk as it is, and
+// appends, rolls segments, syncs, runs retention and closes. A failed
+// write is recovered from once the fault is gone (a failed fsync only by
+// reopening); no acknowledged record is missing after reopening the disk as it is, and
 // no fsync'd one after a power loss at the moment of the failure; the
 // records present are exactly the ones appended, at their offsets.
 func TestLog_Faults_EveryOperation(t *testing.T) {
