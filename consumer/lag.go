@@ -21,6 +21,30 @@ type PartitionLag struct {
 	Missed    int64  `json:"missed"` // records deleted by retention before this consumer read them
 }
 
+// LagOf is a consumer's standing on a partition that keeps the offsets
+// from start up to head: lag is head − max(committed, start), the records
+// it has yet to read, and missed is start − committed when retention
+// deleted records before the consumer read them. committed is the next
+// offset to read, or −1 when nothing is committed: then everything kept
+// is lag and nothing is missed.
+//
+// Every count of lag is this one: Lag and `passbook lag`, the HTTP API,
+// /metrics and the dashboard (which shows what the server sends).
+func LagOf(committed, start, head int64) (lag, missed int64) {
+	if committed < 0 {
+		return head - start, 0
+	}
+	return head - max(committed, start), max(0, start-committed)
+}
+
+// NewPartitionLag is consumer's standing on topic/partition, counted by
+// LagOf; committed is −1 when nothing is committed.
+func NewPartitionLag(consumer, topic string, partition int32, committed, start, head int64) PartitionLag {
+	pl := PartitionLag{Consumer: consumer, Topic: topic, Partition: partition, Committed: committed, Start: start, Head: head}
+	pl.Lag, pl.Missed = LagOf(committed, start, head)
+	return pl
+}
+
 // Lag reports consumer's lag on every partition of src. A partition with
 // nothing committed counts everything kept as lag.
 func Lag(ctx context.Context, store offsets.Store, src Source, consumer string) ([]PartitionLag, error) {
@@ -30,19 +54,14 @@ func Lag(ctx context.Context, store offsets.Store, src Source, consumer string) 
 		if err != nil {
 			return nil, err
 		}
-		pl := PartitionLag{Consumer: consumer, Topic: src.Name(), Partition: int32(p), Committed: -1, Start: l.StartOffset(), Head: l.Head()}
 		c, err := store.Committed(ctx, offsets.Key{Consumer: consumer, Topic: src.Name(), Partition: int32(p)})
 		switch {
 		case errors.Is(err, offsets.ErrNotFound):
-			pl.Lag = pl.Head - pl.Start
+			c = -1
 		case err != nil:
 			return nil, err
-		default:
-			pl.Committed = c
-			pl.Lag = pl.Head - max(c, pl.Start)
-			pl.Missed = max(0, pl.Start-c)
 		}
-		out = append(out, pl)
+		out = append(out, NewPartitionLag(consumer, src.Name(), int32(p), c, l.StartOffset(), l.Head()))
 	}
 	return out, nil
 }

@@ -50,7 +50,7 @@ func validConsumerName(name string) error {
 }
 
 // consumers reads the committed offsets (of one consumer when name is
-// set) and works out each consumer's lag, as consumer.Lag does: a
+// set) and works out each consumer's lag with consumer.LagOf: a
 // partition with nothing committed counts everything kept as lag.
 func (s *Server) consumers(r *http.Request, name string, withPartitions bool) ([]consumerInfo, error) {
 	if s.closed.Load() {
@@ -88,14 +88,11 @@ func (s *Server) consumers(r *http.Request, name string, withPartitions bool) ([
 			if err != nil { // fenced: no extent to show
 				continue
 			}
-			pl := consumer.PartitionLag{Consumer: group[0].Consumer, Topic: t.Name(), Partition: int32(p), Committed: -1, Start: l.StartOffset(), Head: l.Head()}
-			if c, ok := committed[int32(p)]; ok {
-				pl.Committed = c
-				pl.Lag = pl.Head - max(c, pl.Start)
-				pl.Missed = max(0, pl.Start-c)
-			} else {
-				pl.Lag = pl.Head - pl.Start
+			c, ok := committed[int32(p)]
+			if !ok {
+				c = -1
 			}
+			pl := consumer.NewPartitionLag(group[0].Consumer, t.Name(), int32(p), c, l.StartOffset(), l.Head())
 			ct.Lag += pl.Lag
 			ct.Missed += pl.Missed
 			if withPartitions {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -319,9 +320,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	// Lag as consumer.Lag and `passbook lag` count it: on every partition
-	// of a topic the consumer has committed on, a partition with nothing
-	// committed lagging by all it keeps.
+	// Lag counted by consumer.LagOf, as `passbook lag` counts it: on
+	// every partition of a topic the consumer has committed on, a
+	// partition with nothing committed lagging by all it keeps.
 	for i := 0; i < len(entries); {
 		j := i
 		for j < len(entries) && entries[j].Consumer == entries[i].Consumer && entries[j].Topic == entries[i].Topic {
@@ -342,12 +343,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ps := strconv.Itoa(p)
 			off, ok := committed[int32(p)]
 			if !ok {
-				ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(x.head-x.start), cons, topic, ps)
+				off = -1
+			}
+			lag, missed := consumer.LagOf(off, x.start, x.head)
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), cons, topic, ps)
+			if !ok {
 				continue
 			}
 			ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(off), cons, topic, ps)
-			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(x.head-max(off, x.start)), cons, topic, ps)
-			ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(max(0, x.start-off)), cons, topic, ps)
+			ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(missed), cons, topic, ps)
 		}
 	}
 }
