@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/offsets"
 )
 
@@ -57,20 +58,31 @@ type partState struct {
 
 type groupKey struct{ consumer, topic string }
 
-// consumerGroup is one consumer's committed offsets on one topic.
+// consumerGroup is one consumer's committed offsets on one topic, and
+// its lag on each partition as consumer.LagOf counts it: the dashboard
+// shows these, it does not count them itself.
 type consumerGroup struct {
 	Consumer  string  `json:"consumer"`
 	Topic     string  `json:"topic"`
 	Committed []int64 `json:"committed"` // per partition; −1: nothing committed
+	Lag       []int64 `json:"lag"`       // per partition
+	Missed    []int64 `json:"missed"`    // per partition: deleted by retention before this consumer read them
 	Updated   int64   `json:"updated"`   // Unix ms of the latest commit
 }
 
-// lag is the group's lag summed over partitions, as consumer.Lag counts it.
-func (g *consumerGroup) lag(t *topicState) int64 {
-	var n int64
+// count works out the group's lag on each of t's partitions.
+func (g *consumerGroup) count(t *topicState) {
+	g.Lag, g.Missed = make([]int64, len(g.Committed)), make([]int64, len(g.Committed))
 	for p, c := range g.Committed {
-		ps := t.Partitions[p]
-		n += ps.Head - max(c, ps.Start)
+		g.Lag[p], g.Missed[p] = consumer.LagOf(c, t.Partitions[p].Start, t.Partitions[p].Head)
+	}
+}
+
+// lag is the group's lag summed over partitions.
+func (g *consumerGroup) lag() int64 {
+	var n int64
+	for _, l := range g.Lag {
+		n += l
 	}
 	return n
 }
@@ -80,7 +92,7 @@ type update struct {
 	T             int64            `json:"t"`
 	Topics        []*topicState    `json:"topics"`                   // new topics whole; changed ones with their changed partitions
 	RemovedTopics []string         `json:"removed_topics,omitempty"` //
-	Groups        []*consumerGroup `json:"groups"`                   // new or changed, whole
+	Groups        []*consumerGroup `json:"groups"`                   // new or changed (offsets or lag), whole
 	RemovedGroups []groupRef       `json:"removed_groups,omitempty"` //
 	Sample        *sample          `json:"sample,omitempty"`         // once a second
 }
@@ -235,6 +247,9 @@ func (h *hub) collectLocked() (*dashState, error) {
 		g.Committed[e.Partition] = e.Offset
 		g.Updated = max(g.Updated, e.UpdatedAt.UnixMilli())
 	}
+	for k, g := range st.Groups {
+		g.count(st.Topics[k.topic])
+	}
 	return st, nil
 }
 
@@ -274,7 +289,7 @@ func diff(old, cur *dashState) *update {
 		if old != nil {
 			o = old.Groups[k]
 		}
-		if o == nil || o.Updated != g.Updated || !slices.Equal(o.Committed, g.Committed) {
+		if o == nil || o.Updated != g.Updated || !slices.Equal(o.Committed, g.Committed) || !slices.Equal(o.Lag, g.Lag) || !slices.Equal(o.Missed, g.Missed) {
 			u.Groups = append(u.Groups, g)
 		}
 	}

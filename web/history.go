@@ -60,7 +60,7 @@ func (h *hub) sampleLocked(st *dashState, now time.Time) *sample {
 	}
 	for _, k := range sortedGroups(st.Groups) {
 		g := st.Groups[k]
-		lag := g.lag(st.Topics[k.topic])
+		lag := g.lag()
 		smp.Lags = append(smp.Lags, groupLag{Consumer: k.consumer, Topic: k.topic, Lag: lag})
 		sr := h.mu.lagHist[k]
 		if sr == nil {

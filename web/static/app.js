@@ -280,7 +280,7 @@ function renderConsumer(name) {
   let behind = 0, missed = 0;
   for (const g of c.groups) {
     const t = state.topics.get(g.topic);
-    t.partitions.forEach((p, i) => { const s = partLag(g.committed[i] ?? -1, p); if (s.lag > 0) behind++; missed += s.missed; });
+    t.partitions.forEach((p) => { const s = partLag(g, p); if (s.lag > 0) behind++; missed += s.missed; });
   }
   const stats = [
     [n(c.lag), c.lag === 1 ? "record behind" : "records behind"],
@@ -316,7 +316,7 @@ function renderConsumer(name) {
         <div class="parts">${rows(t, parts, others, { width: tapeWidth((box.clientWidth || 1000) - 2 - 36), compact: false, focus: new Set([name]) })}</div>
         <div class="table-wrap"><table class="parts"><tr><th>partition</th><th>committed</th><th>log start</th><th>head</th><th>lag</th><th>missed</th></tr>
         ${parts.map((p) => {
-          const st = partLag(g.committed[p.p] ?? -1, p);
+          const st = partLag(g, p);
           return `<tr class="${st.lag > 0 ? "behind" : ""}"><td>p${n(p.p)}</td><td>${st.committed < 0 ? "–" : n(st.committed)}</td><td>${n(p.start)}</td>` +
             `<td>${n(p.head)}</td><td class="lag">${n(st.lag)}</td><td>${n(st.missed)}</td></tr>`;
         }).join("")}</table></div>

@@ -86,7 +86,7 @@ export const gkey = (consumer, topic) => consumer + "\u0000" + topic;
 /** The picture: topics by name, consumer groups (a consumer on a topic) by gkey. */
 export const state = {
   topics: new Map(),   // name → {name, config, partitions: [{p, start, head, bytes, segments}]}
-  groups: new Map(),   // gkey → {consumer, topic, committed: [..], updated}
+  groups: new Map(),   // gkey → {consumer, topic, committed: [..], lag: [..], missed: [..], updated}
   heads: new Map(),    // topic → {t: [], v: []}: records ever appended, a point a second
   lags: new Map(),     // gkey → {t: [], v: []}
   live: false,
@@ -119,22 +119,21 @@ export function consumers() {
 }
 
 /**
- * partLag is a consumer's standing on one partition, counted as
- * `passbook lag` does: head − max(committed, start); with nothing
- * committed (−1) everything kept is lag.
+ * partLag is a consumer group's standing on one partition, as the server
+ * counts it (consumer.LagOf, the same count as `passbook lag`): committed
+ * (−1 when nothing is committed), lag and missed.
  */
-export function partLag(committed, part) {
-  if (committed < 0) return { committed: -1, lag: part.head - part.start, missed: 0 };
-  return { committed, lag: part.head - Math.max(committed, part.start), missed: Math.max(0, part.start - committed) };
+export function partLag(g, part) {
+  return { committed: g.committed[part.p] ?? -1, lag: g.lag?.[part.p] ?? 0, missed: g.missed?.[part.p] ?? 0 };
 }
 
 export function groupLag(g, t) {
   let total = 0, behind = 0;
-  t.partitions.forEach((p, i) => {
-    const l = partLag(g.committed[i] ?? -1, p).lag;
+  for (const p of t.partitions) {
+    const l = partLag(g, p).lag;
     total += l;
     if (l > 0) behind++;
-  });
+  }
   return { total, behind };
 }
 

@@ -76,7 +76,7 @@ export function rows(t, parts, groups, opts) {
     for (const g of groups) {
       const c = g.committed[p.p] ?? -1;
       if (c < 0) continue;
-      const st = partLag(c, p);
+      const st = partLag(g, p);
       const x = Math.min(1, c / scale);
       const dim = opts.focus && !opts.focus.has(g.consumer) ? " dim" : "";
       const tip = `${g.consumer}\ncommitted ${n(c)}\nlag ${n(st.lag)}` + (st.missed ? `\nmissed ${n(st.missed)} (deleted before read)` : "");
@@ -127,8 +127,7 @@ export function rows(t, parts, groups, opts) {
 export function maxLag(p, groups) {
   let m = 0;
   for (const g of groups) {
-    const c = g.committed[p.p] ?? -1;
-    m = Math.max(m, partLag(c, p).lag);
+    m = Math.max(m, partLag(g, p).lag);
   }
   return m;
 }
