@@ -1,0 +1,161 @@
+package acl_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/passbook-log/passbook/acl"
+)
+
+func allow(rt acl.ResourceType, name string, pt acl.PatternType, principal string, op acl.Operation) acl.Binding {
+	return acl.Binding{ResourceType: rt, Name: name, Pattern: pt, Principal: principal, Host: "*", Operation: op, Permission: acl.Allow}
+}
+
+func deny(b acl.Binding) acl.Binding {
+	b.Permission = acl.Deny
+	return b
+}
+
+func TestAuthorizer_KafkaRules(t *testing.T) {
+	store, err := acl.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromHost := allow(acl.Topic, "audit", acl.Literal, "User:alice", acl.Read)
+	fromHost.Host = "10.0.0.1"
+	err = store.Add(
+		allow(acl.Topic, "orders", acl.Literal, "User:alice", acl.Write),
+		allow(acl.Topic, "orders", acl.Literal, "User:bob", acl.Read),
+		allow(acl.Topic, "logs-", acl.Prefixed, "User:bob", acl.All),
+		deny(allow(acl.Topic, "logs-secret", acl.Literal, "User:bob", acl.Read)),
+		allow(acl.Topic, "*", acl.Literal, "User:carol", acl.Describe),
+		allow(acl.Topic, "public", acl.Literal, "User:*", acl.Read),
+		deny(allow(acl.Topic, "public", acl.Literal, "User:mallory", acl.All)),
+		allow(acl.Group, "app-", acl.Prefixed, "User:bob", acl.Read),
+		allow(acl.Cluster, acl.ClusterName, acl.Literal, "User:ops", acl.AlterConfigs),
+		allow(acl.TransactionalID, "tx", acl.Literal, "User:alice", acl.Write),
+		fromHost,
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := acl.NewAuthorizer(store, []string{"User:admin"}, nil)
+	tests := []struct {
+		principal, host string
+		op              acl.Operation
+		rt              acl.ResourceType
+		name            string
+		want            bool
+	}{
+		{"User:alice", "127.0.0.1", acl.Write, acl.Topic, "orders", true},
+		{"User:alice", "127.0.0.1", acl.Describe, acl.Topic, "orders", true}, // implied by Write
+		{"User:alice", "127.0.0.1", acl.Read, acl.Topic, "orders", false},
+		{"User:alice", "127.0.0.1", acl.Delete, acl.Topic, "orders", false},
+		{"User:bob", "127.0.0.1", acl.Read, acl.Topic, "orders", true},
+		{"User:bob", "127.0.0.1", acl.Write, acl.Topic, "orders", false},
+		{"User:bob", "127.0.0.1", acl.Write, acl.Topic, "logs-app", true},       // prefixed, All
+		{"User:bob", "127.0.0.1", acl.Delete, acl.Topic, "logs-app", true},      // All
+		{"User:bob", "127.0.0.1", acl.Read, acl.Topic, "logs-secret", false},    // deny wins
+		{"User:bob", "127.0.0.1", acl.Write, acl.Topic, "logs-secret", true},    // the deny is of Read only
+		{"User:bob", "127.0.0.1", acl.Describe, acl.Topic, "logs-secret", true}, // a deny of Read does not deny Describe
+		{"User:bob", "127.0.0.1", acl.Read, acl.Topic, "logs", false},           // "logs" has not the prefix "logs-"
+		{"User:carol", "127.0.0.1", acl.Describe, acl.Topic, "anything", true},  // literal wildcard
+		{"User:carol", "127.0.0.1", acl.Read, acl.Topic, "anything", false},
+		{"User:dave", "127.0.0.1", acl.Read, acl.Topic, "public", true}, // User:*
+		{"User:mallory", "127.0.0.1", acl.Read, acl.Topic, "public", false},
+		{"User:mallory", "127.0.0.1", acl.Describe, acl.Topic, "public", false}, // denied All
+		{"User:bob", "127.0.0.1", acl.Read, acl.Group, "app-1", true},
+		{"User:bob", "127.0.0.1", acl.Describe, acl.Group, "app-1", true},
+		{"User:bob", "127.0.0.1", acl.Delete, acl.Group, "app-1", false},
+		{"User:bob", "127.0.0.1", acl.Read, acl.Topic, "app-1", false}, // a group ACL is not a topic ACL
+		{"User:ops", "127.0.0.1", acl.DescribeConfigs, acl.Cluster, acl.ClusterName, true}, // implied by AlterConfigs
+		{"User:ops", "127.0.0.1", acl.Describe, acl.Cluster, acl.ClusterName, false},
+		{"User:alice", "127.0.0.1", acl.Write, acl.TransactionalID, "tx", true},
+		{"User:alice", "127.0.0.1", acl.Describe, acl.TransactionalID, "tx", true},
+		{"User:alice", "10.0.0.1", acl.Read, acl.Topic, "audit", true},
+		{"User:alice", "10.0.0.2", acl.Read, acl.Topic, "audit", false}, // another host
+		{"User:admin", "127.0.0.1", acl.Delete, acl.Topic, "orders", true}, // super user
+		{"User:ANONYMOUS", "127.0.0.1", acl.Describe, acl.Topic, "nothing", false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %s %s %s %s", tt.principal, tt.host, tt.op, tt.rt, tt.name), func(t *testing.T) {
+			if got := a.Allowed(tt.principal, tt.host, tt.op, tt.rt, tt.name); got != tt.want {
+				t.Errorf("Allowed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	var none *acl.Authorizer
+	if !none.Allowed("User:ANONYMOUS", "1.2.3.4", acl.Delete, acl.Cluster, acl.ClusterName) || none.Enabled() {
+		t.Error("a nil Authorizer must allow everything")
+	}
+}
+
+func TestStore_ValidatesAndFilters(t *testing.T) {
+	store, _ := acl.OpenStore(t.TempDir())
+	good := allow(acl.Topic, "orders", acl.Literal, "User:alice", acl.Write)
+	bad := []acl.Binding{
+		allow(acl.Topic, "", acl.Literal, "User:alice", acl.Write),
+		allow(acl.Topic, "*", acl.Prefixed, "User:alice", acl.Write),
+		allow(acl.Topic, "orders", acl.PatternMatch, "User:alice", acl.Write),
+		allow(acl.Cluster, "other", acl.Literal, "User:alice", acl.Alter),
+		allow(acl.Group, "g", acl.Literal, "User:alice", acl.Write), // Write does not apply to a group
+		allow(acl.Topic, "orders", acl.Literal, "alice", acl.Write),
+		allow(acl.Topic, "orders", acl.Literal, "Group:x", acl.Write),
+		allow(acl.ResourceAny, "orders", acl.Literal, "User:alice", acl.Write),
+		{ResourceType: acl.Topic, Name: "t", Pattern: acl.Literal, Principal: "User:a", Host: "not-an-ip", Operation: acl.Read, Permission: acl.Allow},
+		{ResourceType: acl.Topic, Name: "t", Pattern: acl.Literal, Principal: "User:a", Host: "*", Operation: acl.Read, Permission: acl.PermissionAny},
+	}
+	for _, b := range bad {
+		if err := store.Add(good, b); !errors.Is(err, acl.ErrInvalid) {
+			t.Errorf("Add(%v) = %v, want ErrInvalid", b, err)
+		}
+	}
+	all := acl.Filter{ResourceType: acl.ResourceAny, Pattern: acl.PatternAny, Operation: acl.OpAny, Permission: acl.PermissionAny}
+	if got, _ := store.List(all); len(got) != 0 {
+		t.Fatalf("a refused Add stored %v", got)
+	}
+	pre := allow(acl.Topic, "ord", acl.Prefixed, "User:bob", acl.Read)
+	if err := store.Add(good, good, pre); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := store.List(all); len(got) != 2 {
+		t.Fatalf("List = %v, want 2 bindings (a duplicate is one)", got)
+	}
+	match := all
+	match.Pattern, match.Name = acl.PatternMatch, "orders"
+	if got, _ := store.List(match); len(got) != 2 {
+		t.Errorf("MATCH orders = %v, want both (literal and prefix)", got)
+	}
+	lit := all
+	lit.Pattern, lit.Name = acl.Literal, "orders"
+	if got, _ := store.List(lit); len(got) != 1 || got[0] != good {
+		t.Errorf("LITERAL orders = %v", got)
+	}
+	del := all
+	del.Principal = "User:bob"
+	deleted, err := store.Delete(del)
+	if err != nil || len(deleted) != 1 || len(deleted[0]) != 1 || deleted[0][0] != pre {
+		t.Fatalf("Delete = %v, %v", deleted, err)
+	}
+	if got, _ := store.List(all); len(got) != 1 {
+		t.Errorf("after Delete: %v", got)
+	}
+	if _, err := store.Delete(acl.Filter{}); !errors.Is(err, acl.ErrInvalid) {
+		t.Errorf("an invalid filter: %v", err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string]acl.Operation{"read": acl.Read, "DESCRIBE_CONFIGS": acl.DescribeConfigs, "describe-configs": acl.DescribeConfigs, "IdempotentWrite": acl.IdempotentWrite, "all": acl.All} {
+		if got, err := acl.ParseOperation(in); err != nil || got != want {
+			t.Errorf("ParseOperation(%q) = %v, %v", in, got, err)
+		}
+	}
+	if rt, err := acl.ParseResourceType("transactional-id"); err != nil || rt != acl.TransactionalID {
+		t.Errorf("transactional-id: %v, %v", rt, err)
+	}
+	if _, err := acl.ParseOperation("fly"); !errors.Is(err, acl.ErrInvalid) {
+		t.Errorf("fly: %v", err)
+	}
+}
