@@ -68,13 +68,13 @@ func TestAuthorizer_KafkaRules(t *testing.T) {
 		{"User:bob", "127.0.0.1", acl.Read, acl.Group, "app-1", true},
 		{"User:bob", "127.0.0.1", acl.Describe, acl.Group, "app-1", true},
 		{"User:bob", "127.0.0.1", acl.Delete, acl.Group, "app-1", false},
-		{"User:bob", "127.0.0.1", acl.Read, acl.Topic, "app-1", false}, // a group ACL is not a topic ACL
+		{"User:bob", "127.0.0.1", acl.Read, acl.Topic, "app-1", false},                     // a group ACL is not a topic ACL
 		{"User:ops", "127.0.0.1", acl.DescribeConfigs, acl.Cluster, acl.ClusterName, true}, // implied by AlterConfigs
 		{"User:ops", "127.0.0.1", acl.Describe, acl.Cluster, acl.ClusterName, false},
 		{"User:alice", "127.0.0.1", acl.Write, acl.TransactionalID, "tx", true},
 		{"User:alice", "127.0.0.1", acl.Describe, acl.TransactionalID, "tx", true},
 		{"User:alice", "10.0.0.1", acl.Read, acl.Topic, "audit", true},
-		{"User:alice", "10.0.0.2", acl.Read, acl.Topic, "audit", false}, // another host
+		{"User:alice", "10.0.0.2", acl.Read, acl.Topic, "audit", false},    // another host
 		{"User:admin", "127.0.0.1", acl.Delete, acl.Topic, "orders", true}, // super user
 		{"User:ANONYMOUS", "127.0.0.1", acl.Describe, acl.Topic, "nothing", false},
 	}
