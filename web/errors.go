@@ -42,6 +42,10 @@ const (
 	CodeFenced             = "partition_fenced"       // 503: the partition could not be opened (run passbook verify, then repair)
 	CodeUnwritable         = "partition_unwritable"   // 503: a write failed (disk full, read-only, no fds); the partition retries
 	CodeInternal           = "internal"               // 500
+	CodeMisdirected        = "misdirected_request"    // 421: a Host the server does not answer to (DNS rebinding; --http-allowed-hosts)
+	CodeCrossOrigin        = "cross_origin"           // 403: a write from another origin's page
+	CodeUnauthorized       = "unauthorized"           // 401: no credentials, or wrong ones
+	CodeForbidden          = "forbidden"              // 403: the ACLs do not allow the operation
 )
 
 // apiError is an error the API reports as

@@ -137,7 +137,7 @@ func TestServer_Limits_SSEFlood(t *testing.T) {
 		if i%2 == 1 {
 			path = "/api/topics/orders/partitions/0/stream"
 		}
-		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path)
 	}
 	codes := map[int]int{}
 	for i, c := range conns {
@@ -233,7 +233,7 @@ func TestServer_Limits_SlowBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		fmt.Fprintf(c, "POST /api/topics/orders/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+		fmt.Fprintf(c, "POST /api/topics/orders/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
 		wg.Add(2)
 		go func() { // a byte every 300 ms until cut
 			defer wg.Done()
@@ -302,7 +302,7 @@ func TestServer_Limits_Connections(t *testing.T) {
 	addr := strings.TrimPrefix(e.url, "http://")
 	// Four connections with a request in progress (long polls: never
 	// evicted), and one between requests.
-	const longPoll = "GET /api/topics/orders/partitions/0/records?offset=latest&wait=30s HTTP/1.1\r\nHost: x\r\n\r\n"
+	const longPoll = "GET /api/topics/orders/partitions/0/records?offset=latest&wait=30s HTTP/1.1\r\nHost: localhost\r\n\r\n"
 	for range limit - 1 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -318,7 +318,7 @@ func TestServer_Limits_Connections(t *testing.T) {
 	defer idle.Close()
 	idle.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(idle)
-	fmt.Fprintf(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(idle, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	if r, err := readRaw(br, nil); err != nil || r.status != 200 {
 		t.Fatalf("idle connection's request: %v %d", err, r.status)
 	}
@@ -351,7 +351,7 @@ func TestServer_Limits_Connections(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	r, err := readRaw(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +375,7 @@ func TestServer_Limits_IdleTimeout(t *testing.T) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	br := bufio.NewReader(c)
-	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	if r, err := readRaw(br, nil); err != nil || r.status != 200 {
 		t.Fatalf("request: %v %d", err, r.status)
 	}
@@ -430,7 +430,7 @@ func TestServer_Limits_StreamsOutliveTimeouts(t *testing.T) {
 	}
 	defer c.Close()
 	c.(*net.TCPConn).SetReadBuffer(4 << 10)
-	fmt.Fprintf(c, "GET /api/topics/orders/partitions/0/stream?from=earliest HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(c, "GET /api/topics/orders/partitions/0/stream?from=earliest HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	waitFor(t, "the stalled subscriber cut", func() bool {
 		fill(t, topic, 0, 1) // appends go on meanwhile
 		return e.metric("passbook_http_sse_dropped_total", "reason=write_timeout") == 1
@@ -506,7 +506,7 @@ func TestServer_Limits_StreamsGiveBackTheirPlace(t *testing.T) {
 			path = "/api/topics/orders/partitions/0/stream"
 		}
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path)
 		if r, err := readRaw(bufio.NewReader(c), nil); err != nil || r.status != 200 {
 			t.Fatalf("stream %d: %v %d", i, err, r.status)
 		}

@@ -99,6 +99,23 @@ type Options struct {
 	// subscriber that does not take an event (or a heartbeat) within it
 	// is cut and counted. Default 10 s.
 	StreamWriteTimeout time.Duration
+
+	// Browser safety (guard.go) is always on; these widen it.
+
+	// AllowedHosts are more host names the server answers to in the Host
+	// header (a port, if given, is ignored), beside its listen address,
+	// localhost, 127.0.0.1, ::1 and the machine's host name. A request
+	// for any other host is answered 421 misdirected_request: that closes
+	// DNS rebinding. "*" turns the check off (behind a proxy that checks
+	// the Host itself).
+	AllowedHosts []string
+	// Advertise is the host:port clients are told to use; its host is
+	// answered to.
+	Advertise string
+	// CORSOrigins are origins (https://app.example) whose pages may call
+	// the API: they get Access-Control-Allow-Origin and their preflights
+	// are answered. Default: none, and no CORS headers at all.
+	CORSOrigins []string
 }
 
 const (
@@ -202,6 +219,7 @@ type Server struct {
 	m      *metrics
 	hub    *hub
 	limits *streamLimiter
+	guard  *guard
 	// The limits' log lines, at most one a minute each.
 	connLog, evictLog, streamLog, clientLog, timeoutLog *limitLog
 
@@ -237,6 +255,7 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 	}
 	s.m = newMetrics(s)
 	s.limits = newStreamLimiter(s)
+	s.guard = newGuard(s)
 	const refused = "refused_since_last_line"
 	s.connLog = &limitLog{log: s.log, key: refused, msg: "http: connection limit reached; refusing connections with 503"}
 	s.evictLog = &limitLog{log: s.log, key: "closed_since_last_line", msg: "http: connection limit reached; closing the connection idle longest for a new one"}
@@ -298,6 +317,9 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 
 // ServeHTTP serves the API, metrics and the dashboard.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.guard.check(w, r) {
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
 		if p := strings.TrimSuffix(r.URL.EscapedPath(), "/"); path.Clean(p) != p {
 			// The mux would redirect to the cleaned path: an API refuses
@@ -348,6 +370,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		MaxHeaderBytes:    s.o.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.guard.setListener(ln.Addr())
 	cl := s.limitListener(ln)
 	srv.ConnState = cl.connState
 	s.srvMu.Lock()

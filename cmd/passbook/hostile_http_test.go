@@ -108,7 +108,7 @@ func TestHostile_HTTP_SSEFlood(t *testing.T) {
 			if i%2 == 1 {
 				path = "/api/topics/orders/partitions/0/stream"
 			}
-			code, retry, body, err := statusLine(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			code, retry, body, err := statusLine(c, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\n\r\n")
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -175,7 +175,7 @@ func TestHostile_HTTP_SlowBodies(t *testing.T) {
 	for _, c := range conns {
 		wg.Go(func() {
 			c.SetDeadline(time.Now().Add(20 * time.Second))
-			if _, err := io.WriteString(c, "POST /api/topics/orders/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"); err != nil {
+			if _, err := io.WriteString(c, "POST /api/topics/orders/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"); err != nil {
 				return
 			}
 			go func() {
@@ -225,7 +225,7 @@ func TestHostile_HTTP_ConnectionCap(t *testing.T) {
 	p.createTopicHTTP(t, "orders")
 	n := newNormalClient(t, p.kafkaAddr, "conncap")
 	baseFDs := p.fds(t)
-	const longPoll = "GET /api/topics/orders/partitions/0/records?offset=latest&wait=30s HTTP/1.1\r\nHost: x\r\n\r\n"
+	const longPoll = "GET /api/topics/orders/partitions/0/records?offset=latest&wait=30s HTTP/1.1\r\nHost: localhost\r\n\r\n"
 	busy := dialMany(t, p.httpAddr, limit)
 	for _, c := range busy {
 		if _, err := io.WriteString(c, longPoll); err != nil {
@@ -239,7 +239,7 @@ func TestHostile_HTTP_ConnectionCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.SetDeadline(time.Now().Add(10 * time.Second))
-		code, retry, body, err := statusLine(c, "GET /api/topics HTTP/1.1\r\nHost: x\r\n\r\n")
+		code, retry, body, err := statusLine(c, "GET /api/topics HTTP/1.1\r\nHost: localhost\r\n\r\n")
 		c.Close()
 		if err != nil || code != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, `"too_many_connections"`) {
 			t.Fatalf("connection %d over the cap: %d %q %s %v; want 503 too_many_connections with Retry-After", limit+i, code, retry, body, err)
@@ -261,7 +261,7 @@ func TestHostile_HTTP_ConnectionCap(t *testing.T) {
 	idle := dialMany(t, p.httpAddr, limit/2)
 	for i, c := range idle {
 		c.SetDeadline(time.Now().Add(20 * time.Second))
-		if code, _, _, err := statusLine(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil || code != 200 {
+		if code, _, _, err := statusLine(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil || code != 200 {
 			t.Fatalf("idle connection %d: %d %v", i, code, err)
 		}
 	}
