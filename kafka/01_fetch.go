@@ -24,13 +24,17 @@ package kafka
 // queued.max.response.bytes (Options.QueuedMaxResponseBytes) until the
 // response is written: when it is spent, a fetch that has data returns
 // what it has, and one with none yet waits for room.
+//
+// ACLs: Read on each topic (TOPIC_AUTHORIZATION_FAILED for each of its
+// partitions).
 
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -74,7 +78,11 @@ func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []
 		t.Default()
 		t.Topic = rt.Topic
 		t.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-		topic, terr := c.s.db.Topic(rt.Topic)
+		var topic *passbook.Topic
+		terr := errTopicDenied
+		if c.allowed(acl.Read, acl.Topic, rt.Topic) {
+			topic, terr = c.s.db.Topic(rt.Topic)
+		}
 		for j := range rt.Partitions {
 			rp, p := &rt.Partitions[j], &t.Partitions[j]
 			p.Default()
@@ -222,38 +230,17 @@ func (c *conn) setWatermarks(fp *fetchPart) {
 
 // waitAny waits until a partition's head passes what the last read saw,
 // the deadline passes or ctx is done. It reports whether a partition grew
-// (or changed, like a topic being deleted).
+// (or changed, like a topic being deleted). The wait is storage.WaitAny's,
+// in this goroutine: nothing of it outlives the call.
 func waitAny(ctx context.Context, parts []fetchPart, deadline time.Time) bool {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	var ls []*fetchPart
-	for i := range parts {
-		if parts[i].l != nil {
-			ls = append(ls, &parts[i])
+	var ws []storage.WaitFor
+	for _, fp := range parts {
+		if fp.l != nil {
+			ws = append(ws, storage.WaitFor{Log: fp.l, Offset: fp.seen})
 		}
 	}
-	switch len(ls) {
-	case 0:
-		<-ctx.Done()
-		return false
-	case 1:
-		return ls[0].l.Wait(ctx, ls[0].seen) == nil || ctx.Err() == nil
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		grew bool
-	)
-	for _, fp := range ls {
-		wg.Go(func() {
-			if err := fp.l.Wait(ctx, fp.seen); err == nil || ctx.Err() == nil {
-				mu.Lock()
-				grew = true
-				mu.Unlock()
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	return grew
+	_, err := storage.WaitAny(ctx, ws...)
+	return err == nil || ctx.Err() == nil
 }
