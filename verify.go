@@ -1,18 +1,15 @@
 package passbook
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/ncruces/go-sqlite3"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/passbook-log/passbook/vfs"
@@ -199,15 +196,6 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 	return r, nil
 }
 
-// storeFS is the offsets.Options.FS for a store on fsys: nil on the OS
-// (the store's own fast path).
-func storeFS(fsys vfs.FS) vfs.FS {
-	if fsys == vfs.OS() {
-		return nil
-	}
-	return fsys
-}
-
 // topicIDOnDisk is a topic's name and the ID its topic.json records.
 type topicIDOnDisk struct{ name, id string }
 
@@ -250,28 +238,7 @@ func checkStoreIdentity(fsys, offsetsFS vfs.FS, dir string, r *CheckReport) {
 		lost("offsets.db does not exist")
 		return
 	}
-	uri, release, err := offsets.URI(offsetsFS, path)
-	if err != nil {
-		return
-	}
-	defer release()
-	c, err := sqlite3.OpenFlags(uri, sqlite3.OPEN_READONLY)
-	if err != nil {
-		return // checkOffsets reported it
-	}
-	defer c.Close()
-	if err := query(c, `SELECT count(*) FROM sqlite_schema`, func(*sqlite3.Stmt) {}); err != nil {
-		return // not readable as a database: checkOffsets reported it
-	}
-	n := int64(-1)
-	if err := query(c, `SELECT count(*) FROM passbook_topics`, func(st *sqlite3.Stmt) { n = st.ColumnInt64(0) }); err != nil {
-		var sv int64
-		if query(c, `SELECT version FROM passbook_schema`, func(st *sqlite3.Stmt) { sv = st.ColumnInt64(0) }) == nil && sv > 0 && sv < 4 {
-			return // a store from before topic IDs: Open binds them
-		}
-		n = 0
-	}
-	if n == 0 {
+	if n, known := offsets.BoundTopics(offsetsFS, path); known && n == 0 {
 		lost("offsets.db knows no topic")
 	}
 }
@@ -343,206 +310,82 @@ func logBytes(fsys vfs.FS, dir string) int64 {
 	return n
 }
 
-var pageRE = regexp.MustCompile(`[Pp]age (\d+)`)
-
-// checkOffsets runs SQLite's integrity check on the offset store and
-// checks every committed offset against its partition's head (heads[topic][p],
-// −1 when the partition could not be read). With repair, offsets past the
-// head are set to it (or, dry, listed as to be).
+// checkOffsets checks the offset store with offsets.Verify (or, with
+// repair, mends it with offsets.Repair) against the partitions' heads
+// (heads[topic][p], −1 when the partition could not be read), and reports
+// what it found and did in r.
 func checkOffsets(logsFS, fsys vfs.FS, path string, heads map[string][]int64, r *CheckReport, repair, dry bool) {
 	if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		r.Notes = append(r.Notes, path+" does not exist (no consumer has committed an offset)")
 		return
 	}
-	problem := func(pos int64, detail string) {
-		r.Problems = append(r.Problems, storage.Problem{Kind: ProblemOffsetStore, File: path, Pos: pos, Detail: detail})
-	}
-	// rebuild replaces a store SQLite cannot read whole with one of what
-	// reads back (rebuildOffsets); its problems are then fixed.
-	rebuild := func() {
-		if err := rebuildOffsets(logsFS, fsys, filepath.Dir(path), path, r, dry); err != nil {
-			problem(-1, "rebuild: "+err.Error())
-			return
-		}
-		if !dry {
-			r.Problems = slices.DeleteFunc(r.Problems, func(p storage.Problem) bool { return p.Kind == ProblemOffsetStore })
-		}
-	}
-	uri, release, err := offsets.URI(fsys, path)
-	if err != nil {
-		problem(-1, err.Error())
-		return
-	}
-	defer release()
-	c, err := sqlite3.OpenFlags(uri, sqlite3.OPEN_READWRITE)
-	if err != nil {
-		problem(-1, err.Error())
-		if repair {
-			rebuild()
-		}
-		return
-	}
-	defer c.Close()
-	pageSize := int64(4096)
-	var bad bool
-	err = query(c, `PRAGMA page_size`, func(st *sqlite3.Stmt) { pageSize = st.ColumnInt64(0) })
-	if err == nil {
-		err = query(c, `PRAGMA integrity_check`, func(st *sqlite3.Stmt) {
-			msg := st.ColumnText(0)
-			if msg == "ok" {
-				return
-			}
-			bad = true
-			pos := int64(-1)
-			if m := pageRE.FindStringSubmatch(msg); m != nil {
-				if n, err := strconv.ParseInt(m[1], 10, 64); err == nil && n > 0 {
-					pos = (n - 1) * pageSize
-				}
-			}
-			problem(pos, "integrity check: "+msg)
-		})
-	}
-	if err != nil {
-		problem(0, err.Error())
-		if repair {
-			c.Close()
-			rebuild()
-		} else {
-			r.Notes = append(r.Notes, path+": passbook repair rebuilds it from what reads back, and names the consumers whose committed offsets are lost")
-		}
-		return
-	}
-	if bad {
-		if repair {
-			c.Close()
-			rebuild()
-			return
-		}
-		r.Notes = append(r.Notes, path+": passbook repair rebuilds it from what reads back, and names the consumers whose committed offsets are lost (or restore it from a backup)")
-	}
-	type fixup struct {
-		k             offsets.Key
-		committed, to int64
-		drop          bool // the entry fails its checksum
-	}
-	var fixes []fixup
-	sel := `SELECT consumer, topic, partition, next_offset, metadata, updated_ms, crc FROM passbook_offsets ORDER BY topic, partition, consumer`
-	checked := true
-	if err := query(c, `SELECT crc FROM passbook_offsets LIMIT 0`, func(*sqlite3.Stmt) {}); err != nil {
-		// Written by a passbook from before schema version 3; Open
-		// adds the checksums.
-		checked = false
-		sel = `SELECT consumer, topic, partition, next_offset FROM passbook_offsets ORDER BY topic, partition, consumer`
-		r.Notes = append(r.Notes, path+": the committed offsets carry no checksums yet (schema older than version 3; opening the data directory adds them)")
-	}
-	err = query(c, sel, func(st *sqlite3.Stmt) {
-		r.Offsets++
-		k := offsets.Key{Consumer: st.ColumnText(0), Topic: st.ColumnText(1), Partition: int32(st.ColumnInt64(2))}
-		next := st.ColumnInt64(3)
-		if checked {
-			if err := offsets.CheckEntry(k, next, st.ColumnText(4), st.ColumnInt64(5), st.ColumnInt64(6), st.ColumnType(6) == sqlite3.INTEGER); err != nil {
-				problem(-1, fmt.Sprintf("committed offset of %s fails its checksum (stored: %d): the file was damaged", k, next))
-				fixes = append(fixes, fixup{k: k, committed: next, drop: true})
-				return
+	o := &offsets.CheckOptions{FS: fsys, Heads: heads, DryRun: dry}
+	var rep *offsets.CheckReport
+	if repair {
+		o.TopicIDs = map[string]offsets.TopicID{}
+		for _, t := range topicIDsOnDisk(logsFS, filepath.Dir(path)) {
+			if id, err := offsets.ParseTopicID(t.id); err == nil {
+				o.TopicIDs[t.name] = id
 			}
 		}
-		hs, ok := heads[k.Topic]
+		rep = offsets.Repair(path, o)
+	} else {
+		rep = offsets.Verify(path, o)
+	}
+	r.Offsets += rep.Entries
+	// What a repair fixed is no longer wrong (what it failed to do is
+	// said after): a rebuilt store is whole, and a committed offset
+	// deleted or set to the head is mended.
+	fixed := func(k offsets.FindingKind) bool {
 		switch {
-		case !ok:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: committed offset %d of %s for a topic that does not exist", path, next, k))
-		case k.Partition < 0 || int(k.Partition) >= len(hs):
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: committed offset %d of %s for a partition the topic does not have", path, next, k))
-		case next < 0:
-			problem(-1, fmt.Sprintf("committed offset %d of %s is negative", next, k))
-		case hs[k.Partition] >= 0 && next > hs[k.Partition]:
-			problem(-1, fmt.Sprintf("committed offset %d of %s is past the head %d: records were taken out of the log after they were processed", next, k, hs[k.Partition]))
-			fixes = append(fixes, fixup{k: k, committed: next, to: hs[k.Partition]})
+		case dry:
+			return false
+		case rep.Rebuilt != nil:
+			return len(rep.Errors) == 0
 		}
-	})
-	if err != nil {
-		problem(-1, "read committed offsets: "+err.Error())
-		if repair {
-			c.Close()
-			rebuild()
+		return repair && (k == offsets.FindingPastHead || k == offsets.FindingChecksum)
+	}
+	var unreadable, integrity bool
+	integrityNote := func() {
+		if integrity && !repair {
+			r.Notes = append(r.Notes, path+": passbook repair rebuilds it from what reads back, and names the consumers whose committed offsets are lost (or restore it from a backup)")
 		}
-		return
+		integrity = false
 	}
-	if !repair || len(fixes) == 0 {
-		return
-	}
-	if !dry {
-		kept := r.Problems[:0]
-		for _, p := range r.Problems {
-			if p.Kind != ProblemOffsetStore || !strings.Contains(p.Detail, "is past the head") && !strings.Contains(p.Detail, "fails its checksum") {
-				kept = append(kept, p)
-			}
+	for _, f := range rep.Findings {
+		if f.Kind != offsets.FindingIntegrity {
+			integrityNote()
 		}
-		r.Problems = kept
-	}
-	var sets []fixup
-	for _, f := range fixes {
-		if !f.drop {
-			sets = append(sets, f)
-			continue
+		switch {
+		case f.Kind == offsets.FindingIntegrity:
+			integrity = true
+		case f.Kind == offsets.FindingUnreadable:
+			unreadable = true
 		}
-		a := storage.RepairAction{What: "delete offset", File: path,
-			Detail: fmt.Sprintf("committed offset of %s (stored as %d, failing its checksum): the consumer starts where its reset policy says; set it with passbook offsets set if the stored value is known to be right", f.k, f.committed)}
-		if !dry {
-			if err := deleteEntry(c, f.k); err != nil {
-				problem(-1, fmt.Sprintf("delete offset of %s: %v", f.k, err))
-				continue
-			}
+		switch {
+		case !f.Kind.Problem():
+			r.Notes = append(r.Notes, path+": "+f.String())
+		case !fixed(f.Kind):
+			r.Problems = append(r.Problems, storage.Problem{Kind: ProblemOffsetStore, File: path, Pos: f.Pos, Detail: f.String()})
 		}
-		r.Actions = append(r.Actions, a)
 	}
-	c.Close()
-	if len(sets) == 0 {
-		return
+	integrityNote()
+	if unreadable && !repair {
+		r.Notes = append(r.Notes, path+": passbook repair rebuilds it from what reads back, and names the consumers whose committed offsets are lost")
 	}
-	var store *offsets.SQLite
-	if !dry {
-		if store, err = offsets.Open(path, &offsets.Options{FS: storeFS(fsys)}); err != nil {
-			problem(-1, "open to repair: "+err.Error())
-			return
-		}
-		defer store.Close()
+	if s := rep.Rebuilt; s != nil {
+		r.Actions = append(r.Actions, rebuildAction(path, s))
 	}
-	for _, f := range sets {
+	for _, f := range rep.Fixed {
 		a := storage.RepairAction{What: "set offset", File: path,
-			Detail: fmt.Sprintf("committed offset of %s from %d to the head %d: the consumer goes on with the records appended from there", f.k, f.committed, f.to)}
-		if !dry {
-			if err := store.Commit(context.Background(), f.k, f.to); err != nil {
-				problem(-1, fmt.Sprintf("set offset of %s: %v", f.k, err))
-				continue
-			}
+			Detail: fmt.Sprintf("committed offset of %s from %d to the head %d: the consumer goes on with the records appended from there", f.Key, f.Offset, f.Head)}
+		if f.Kind == offsets.FindingChecksum {
+			a = storage.RepairAction{What: "delete offset", File: path,
+				Detail: fmt.Sprintf("committed offset of %s (stored as %d, failing its checksum): the consumer starts where its reset policy says; set it with passbook offsets set if the stored value is known to be right", f.Key, f.Offset)}
 		}
 		r.Actions = append(r.Actions, a)
 	}
-}
-
-// deleteEntry removes one committed offset (the store's API deletes by
-// consumer or topic, not one partition's entry).
-func deleteEntry(c *sqlite3.Conn, k offsets.Key) error {
-	st, _, err := c.Prepare(`DELETE FROM passbook_offsets WHERE consumer = ?1 AND topic = ?2 AND partition = ?3`)
-	if err != nil {
-		return err
+	for _, err := range rep.Errors {
+		r.Problems = append(r.Problems, storage.Problem{Kind: ProblemOffsetStore, File: path, Pos: -1, Detail: err.Error()})
 	}
-	err = errors.Join(st.BindText(1, k.Consumer), st.BindText(2, k.Topic), st.BindInt64(3, int64(k.Partition)))
-	if err == nil {
-		err = st.Exec()
-	}
-	return errors.Join(err, st.Close())
-}
-
-// query runs a statement and calls row for each row.
-func query(c *sqlite3.Conn, sql string, row func(*sqlite3.Stmt)) error {
-	st, _, err := c.Prepare(sql)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	for st.Step() {
-		row(st)
-	}
-	return st.Err()
 }

@@ -53,10 +53,9 @@ func entryCRCFrom(h uint32, offset int64, metadata string, updatedMs int64, b *[
 	return int64(h)
 }
 
-// CheckEntry reports whether a row of passbook_offsets, as read by SQL
-// (crc NULL when valid is false), holds its checksum. It is for tools
-// that read the table directly, such as passbook verify.
-func CheckEntry(k Key, offset int64, metadata string, updatedMs int64, crc int64, valid bool) error {
+// checkEntry reports whether a row of passbook_offsets, as read by SQL
+// (crc NULL when valid is false), holds its checksum.
+func checkEntry(k Key, offset int64, metadata string, updatedMs int64, crc int64, valid bool) error {
 	if !valid || crc != entryCRC(k, offset, metadata, updatedMs) {
 		return fmt.Errorf("%w: %v (committed offset %d as stored)", ErrCorrupt, k, offset)
 	}
@@ -65,7 +64,7 @@ func CheckEntry(k Key, offset int64, metadata string, updatedMs int64, crc int64
 
 // checkCRC checks the row st is on, whose crc is column i.
 func checkCRC(k Key, offset int64, metadata string, updatedMs int64, st *sqlite3.Stmt, i int) error {
-	return CheckEntry(k, offset, metadata, updatedMs, st.ColumnInt64(i), st.ColumnType(i) == sqlite3.INTEGER)
+	return checkEntry(k, offset, metadata, updatedMs, st.ColumnInt64(i), st.ColumnType(i) == sqlite3.INTEGER)
 }
 
 // fillCRCs computes the checksum of the rows written before schema

@@ -245,11 +245,11 @@ func (f *fsFile) SectorSize() int { return 0 }
 
 func (f *fsFile) DeviceCharacteristics() sqlvfs.DeviceCharacteristic { return 0 }
 
-// URI returns what opens the database at path on fsys with sqlite3.Open
-// or OpenFlags — path itself on the OS (fsys nil or vfs.OS()) — for tools
-// that read the store's tables directly, such as passbook verify; release
-// drops what it registered, once the connection is closed.
-func URI(fsys vfs.FS, path string) (uri string, release func(), err error) {
+// openURI returns what opens the database at path on fsys with
+// sqlite3.Open or OpenFlags — path itself on the OS (fsys nil or
+// vfs.OS()) — for Verify and Repair, which read the tables directly;
+// release drops what it registered, once the connection is closed.
+func openURI(fsys vfs.FS, path string) (uri string, release func(), err error) {
 	if fsys == nil || fsys == vfs.OS() {
 		return path, func() {}, nil
 	}

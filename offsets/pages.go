@@ -1,10 +1,9 @@
-package passbook
+package offsets
 
 import (
 	"encoding/binary"
 	"math"
 
-	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/vfs"
 )
 
@@ -14,9 +13,9 @@ import (
 // that decodes as a row of passbook_offsets and holds its checksum. A key
 // found more than once keeps the row committed last (updated_ms): a freed
 // page may still hold an older row.
-func scanOffsetPages(fsys vfs.FS, path string) map[offsets.Key]pageRow {
-	rows := map[offsets.Key]pageRow{}
-	b, err := readAll(fsys, path)
+func scanOffsetPages(fsys vfs.FS, path string) map[Key]pageRow {
+	rows := map[Key]pageRow{}
+	b, err := vfs.ReadFile(fsys, path)
 	if err != nil || len(b) < 100 {
 		return rows
 	}
@@ -31,7 +30,7 @@ func scanOffsetPages(fsys vfs.FS, path string) map[offsets.Key]pageRow {
 	for off := 0; off+size <= len(b); off += size {
 		scanPage(b[off:off+size], off == 0, size-reserved, rows)
 	}
-	if w, err := readAll(fsys, path+"-wal"); err == nil && len(w) > 32 {
+	if w, err := vfs.ReadFile(fsys, path+"-wal"); err == nil && len(w) > 32 {
 		for off := 32; off+24+size <= len(w); off += 24 + size {
 			scanPage(w[off+24:off+24+size], binary.BigEndian.Uint32(w[off:off+4]) == 1, size-reserved, rows)
 		}
@@ -41,11 +40,11 @@ func scanOffsetPages(fsys vfs.FS, path string) map[offsets.Key]pageRow {
 
 // pageRow is a committed offset read from a page.
 type pageRow struct {
-	offsets.Entry
+	Entry
 	updatedMs int64
 }
 
-func scanPage(p []byte, first bool, usable int, rows map[offsets.Key]pageRow) {
+func scanPage(p []byte, first bool, usable int, rows map[Key]pageRow) {
 	h := 0
 	if first {
 		h = 100
@@ -83,22 +82,22 @@ func scanPage(p []byte, first bool, usable int, rows map[offsets.Key]pageRow) {
 
 // decodeOffsetRow decodes a record of passbook_offsets' seven columns
 // and checks its checksum.
-func decodeOffsetRow(rec []byte) (offsets.Entry, int64, bool) {
+func decodeOffsetRow(rec []byte) (Entry, int64, bool) {
 	hlen, k := varint(rec)
 	if k == 0 || hlen > uint64(len(rec)) {
-		return offsets.Entry{}, 0, false
+		return Entry{}, 0, false
 	}
 	var types []uint64
 	for pos := k; pos < int(hlen); {
 		t, n := varint(rec[pos:int(hlen)])
 		if n == 0 {
-			return offsets.Entry{}, 0, false
+			return Entry{}, 0, false
 		}
 		types = append(types, t)
 		pos += n
 	}
 	if len(types) != 7 {
-		return offsets.Entry{}, 0, false
+		return Entry{}, 0, false
 	}
 	vals := make([]any, 7)
 	pos := int(hlen)
@@ -111,7 +110,7 @@ func decodeOffsetRow(rec []byte) (offsets.Entry, int64, bool) {
 		case t >= 1 && t <= 6:
 			n := []int{0, 1, 2, 3, 4, 6, 8}[t]
 			if pos+n > len(rec) {
-				return offsets.Entry{}, 0, false
+				return Entry{}, 0, false
 			}
 			var v int64
 			for _, c := range rec[pos : pos+n] {
@@ -124,16 +123,16 @@ func decodeOffsetRow(rec []byte) (offsets.Entry, int64, bool) {
 			pos += n
 		case t >= 13 && t%2 == 1:
 			if (t-13)/2 > uint64(len(rec)-pos) {
-				return offsets.Entry{}, 0, false
+				return Entry{}, 0, false
 			}
 			n := int((t - 13) / 2)
 			if pos+n > len(rec) {
-				return offsets.Entry{}, 0, false
+				return Entry{}, 0, false
 			}
 			vals[i] = string(rec[pos : pos+n])
 			pos += n
 		default:
-			return offsets.Entry{}, 0, false
+			return Entry{}, 0, false
 		}
 	}
 	consumer, ok1 := vals[0].(string)
@@ -144,13 +143,13 @@ func decodeOffsetRow(rec []byte) (offsets.Entry, int64, bool) {
 	ms, ok6 := vals[5].(int64)
 	crc, ok7 := vals[6].(int64)
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || part < 0 || part > math.MaxInt32 {
-		return offsets.Entry{}, 0, false
+		return Entry{}, 0, false
 	}
-	key := offsets.Key{Consumer: consumer, Topic: topic, Partition: int32(part)}
-	if offsets.CheckEntry(key, next, meta, ms, crc, true) != nil {
-		return offsets.Entry{}, 0, false
+	key := Key{Consumer: consumer, Topic: topic, Partition: int32(part)}
+	if checkEntry(key, next, meta, ms, crc, true) != nil {
+		return Entry{}, 0, false
 	}
-	return offsets.Entry{Key: key, Offset: next, Metadata: meta}, ms, true
+	return Entry{Key: key, Offset: next, Metadata: meta}, ms, true
 }
 
 // varint reads SQLite's big-endian varint; n is 0 if b is too short.

@@ -1,4 +1,4 @@
-package passbook
+package offsets
 
 import (
 	"os"
