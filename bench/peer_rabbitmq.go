@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,12 +78,35 @@ type rabbitTarget struct {
 	clientLog    *os.File
 }
 
-// fileLogger sends the client's log lines (it logs, at error level, the
-// connections it closes itself) to a file beside the server's.
-type fileLogger struct{ w io.Writer }
+// The client's log lines (it logs, at error level, the connections it
+// closes itself) go to a file beside the server's: the running target's
+// client.log, or nowhere between targets. The client reads its logger, a
+// global of its logs package, from its own goroutines, and those may
+// outlive a closed environment: so logs.SetLogger is called once, before
+// the first environment, and only the file behind it changes, under mu.
+var clientLog struct {
+	once sync.Once
+	mu   sync.Mutex
+	w    io.Writer // nil: nowhere
+}
 
-func (l fileLogger) line(level, msg string, v ...any) {
-	fmt.Fprintf(l.w, "%s %s %s\n", time.Now().Format(time.RFC3339Nano), level, fmt.Sprintf(msg, v...))
+// setClientLog sends the client's log lines to w (nil: nowhere).
+func setClientLog(w io.Writer) {
+	clientLog.once.Do(func() { logs.SetLogger(fileLogger{}) })
+	clientLog.mu.Lock()
+	clientLog.w = w
+	clientLog.mu.Unlock()
+}
+
+// fileLogger writes the client's log lines to clientLog.w.
+type fileLogger struct{}
+
+func (fileLogger) line(level, msg string, v ...any) {
+	clientLog.mu.Lock()
+	defer clientLog.mu.Unlock()
+	if clientLog.w != nil {
+		fmt.Fprintf(clientLog.w, "%s %s %s\n", time.Now().Format(time.RFC3339Nano), level, fmt.Sprintf(msg, v...))
+	}
 }
 func (l fileLogger) Info(msg string, v ...any)  { l.line("info", msg, v...) }
 func (l fileLogger) Error(msg string, v ...any) { l.line("error", msg, v...) }
@@ -140,7 +164,7 @@ func startRabbit(ctx context.Context, dir string) (target, error) {
 	}
 	t := &rabbitTarget{epmd: epmd, server: server, filled: map[string]int{}}
 	if t.clientLog, err = os.Create(filepath.Join(dir, "client.log")); err == nil {
-		logs.SetLogger(fileLogger{t.clientLog})
+		setClientLog(t.clientLog)
 	}
 	err = server.waitReady(ctx, 90*time.Second, func(context.Context) error {
 		if err := dialable(fmt.Sprintf("127.0.0.1:%d", streamPort))(ctx); err != nil {
@@ -171,7 +195,7 @@ func (t *rabbitTarget) close() error {
 	t.server.stop(60 * time.Second)
 	t.epmd.stop(5 * time.Second)
 	if t.clientLog != nil {
-		logs.SetLogger(fileLogger{io.Discard})
+		setClientLog(nil) // before the file closes: the client may still log
 		t.clientLog.Close()
 	}
 	return nil
