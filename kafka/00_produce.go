@@ -22,10 +22,15 @@ package kafka
 // acks=−1 waits for an fsync (shared by every append made meanwhile, on
 // any connection), acks=1 for the topic's durability (by default, the
 // batch is in the OS), and acks=0 gets no response at all.
+//
+// ACLs: Write on each topic (TOPIC_AUTHORIZATION_FAILED for each of its
+// partitions), and Write on the transactional id if the request names
+// one (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,6 +54,9 @@ func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error
 		badAcks = true
 	}
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	// Kafka: Write on the transactional id, if one is set, for the
+	// whole request; then Write on each topic.
+	txnDenied := req.TransactionID != nil && !c.allowed(acl.Write, acl.TransactionalID, *req.TransactionID)
 	type appended struct {
 		l           *storage.Log
 		end         int64
@@ -62,12 +70,23 @@ func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error
 		t.Default()
 		t.Topic = rt.Topic
 		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		denied := kerr.TransactionalIDAuthorizationFailed.Code
+		if !txnDenied {
+			denied = 0
+			if !c.allowed(acl.Write, acl.Topic, rt.Topic) {
+				denied = kerr.TopicAuthorizationFailed.Code
+			}
+		}
 		topic, terr := c.s.db.Topic(rt.Topic)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			p := &t.Partitions[j]
 			p.Default()
 			p.Partition = rp.Partition
+			if denied != 0 {
+				p.ErrorCode = denied
+				continue
+			}
 			if badAcks {
 				p.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue

@@ -8,11 +8,16 @@ package kafka
 // go backwards — and a timestamp ≥ 0 for the first record at or after it,
 // found through the time index; when there is none the answer is offset
 // −1, as Kafka's.
+//
+// ACLs: Describe on each topic (TOPIC_AUTHORIZATION_FAILED for each of
+// its partitions).
 
 import (
 	"context"
 	"time"
 
+	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,7 +39,11 @@ func listOffsets(_ context.Context, c *conn, req *kmsg.ListOffsetsRequest) (repl
 		t.Default()
 		t.Topic = rt.Topic
 		t.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
-		topic, terr := c.s.db.Topic(rt.Topic)
+		var topic *passbook.Topic
+		terr := errTopicDenied
+		if c.allowed(acl.Describe, acl.Topic, rt.Topic) {
+			topic, terr = c.s.db.Topic(rt.Topic)
+		}
 		for j := range rt.Partitions {
 			rp, p := &rt.Partitions[j], &t.Partitions[j]
 			p.Default()

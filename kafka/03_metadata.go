@@ -9,12 +9,21 @@ package kafka
 // allows it (allow_auto_topic_creation, v4+; always allowed before) and
 // the server has auto-creation on. No topic IDs: they are all zero, and
 // a topic asked for by ID alone is unknown.
+//
+// ACLs, as Kafka's: the all-topics list holds only the topics the
+// client may Describe; a topic named that it may not Describe gets
+// TOPIC_AUTHORIZATION_FAILED, whether it exists or not; auto-creating
+// one needs Create on the cluster or on the topic (else
+// TOPIC_AUTHORIZATION_FAILED). The authorized operations of the
+// cluster (v8–v10) and of each topic (v8+) are filled in when asked
+// for.
 
 import (
 	"context"
 	"errors"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,14 +37,33 @@ func metadata(_ context.Context, c *conn, req *kmsg.MetadataRequest) (reply, err
 	resp.Brokers = []kmsg.MetadataResponseBroker{b}
 	resp.ClusterID = &c.s.o.ClusterID
 	resp.ControllerID = NodeID
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = c.authorizedOperations(acl.Cluster, acl.ClusterName)
+	}
+	describe := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
+		if req.IncludeTopicAuthorizedOperations && mt.Topic != nil {
+			mt.AuthorizedOperations = c.authorizedOperations(acl.Topic, *mt.Topic)
+		}
+		return mt
+	}
 
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
+		// Every topic the client may Describe; the others are not
+		// mentioned.
 		for _, t := range c.s.db.Topics() {
-			resp.Topics = append(resp.Topics, topicMetadata(t))
+			if c.may(acl.Describe, acl.Topic, t.Name()) {
+				resp.Topics = append(resp.Topics, describe(topicMetadata(t)))
+			}
 		}
 		return reply{resp: resp}, nil
 	}
 	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !c.s.o.DisableAutoCreateTopics
+	fail := func(name *string, err error) {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = name
+		mt.ErrorCode = errorCode(err)
+		resp.Topics = append(resp.Topics, mt)
+	}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			mt := kmsg.NewMetadataResponseTopic()
@@ -44,18 +72,23 @@ func metadata(_ context.Context, c *conn, req *kmsg.MetadataRequest) (reply, err
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		t, err := c.s.db.Topic(*rt.Topic)
-		if errors.Is(err, passbook.ErrUnknownTopic) && autoCreate {
-			t, err = c.s.autoCreate(*rt.Topic)
-		}
-		if err != nil {
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.Topic = rt.Topic
-			mt.ErrorCode = errorCode(err)
-			resp.Topics = append(resp.Topics, mt)
+		if !c.allowed(acl.Describe, acl.Topic, *rt.Topic) {
+			fail(rt.Topic, errTopicDenied) // whether it exists or not
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(t))
+		t, err := c.s.db.Topic(*rt.Topic)
+		if errors.Is(err, passbook.ErrUnknownTopic) && autoCreate {
+			if c.mayCluster(acl.Create) || c.allowed(acl.Create, acl.Topic, *rt.Topic) {
+				t, err = c.s.autoCreate(*rt.Topic)
+			} else {
+				err = errTopicDenied
+			}
+		}
+		if err != nil {
+			fail(rt.Topic, err)
+			continue
+		}
+		resp.Topics = append(resp.Topics, describe(topicMetadata(t)))
 	}
 	return reply{resp: resp}, nil
 }

@@ -25,11 +25,16 @@ package kafka
 // OFFSET_METADATA_TOO_LARGE, a negative offset INVALID_REQUEST (the
 // store keeps offsets ≥ 0; "no offset" is no entry); the rest is
 // committed.
+//
+// ACLs: Read on the group (GROUP_AUTHORIZATION_FAILED for every
+// partition), then Read on each topic (TOPIC_AUTHORIZATION_FAILED for
+// its partitions; the others are committed).
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,8 +43,51 @@ import (
 func init() { register(kmsg.OffsetCommit, 0, 9, offsetCommit) }
 
 func offsetCommit(ctx context.Context, c *conn, req *kmsg.OffsetCommitRequest) (reply, error) {
-	// Not cut short by a shutdown: a commit that was read is answered.
-	return reply{resp: c.s.groups.commit(context.WithoutCancel(ctx), req)}, nil
+	// ACLs first, as Kafka: Read on the group for the whole request,
+	// then Read on each topic; only the allowed topics go on.
+	code := int16(0)
+	if !c.allowed(acl.Read, acl.Group, req.Group) {
+		code = kerr.GroupAuthorizationFailed.Code
+	}
+	denied := map[int]bool{}
+	allowed := *req
+	allowed.Topics = nil
+	for i, rt := range req.Topics {
+		if code == 0 && c.allowed(acl.Read, acl.Topic, rt.Topic) {
+			allowed.Topics = append(allowed.Topics, rt)
+		} else {
+			denied[i] = true
+		}
+	}
+	var done *kmsg.OffsetCommitResponse
+	if code == 0 && (len(allowed.Topics) > 0 || len(req.Topics) == 0) {
+		// Not cut short by a shutdown: a commit that was read is answered.
+		done = c.s.groups.commit(context.WithoutCancel(ctx), &allowed)
+	}
+	if len(denied) == 0 {
+		return reply{resp: done}, nil
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	next := 0
+	for i, rt := range req.Topics {
+		if !denied[i] {
+			resp.Topics = append(resp.Topics, done.Topics[next])
+			next++
+			continue
+		}
+		t := kmsg.NewOffsetCommitResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetCommitResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			if code != 0 {
+				p.ErrorCode = code
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return reply{resp: resp}, nil
 }
 
 func (co *coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {

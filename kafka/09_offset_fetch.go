@@ -9,11 +9,17 @@ package kafka
 // asks for every committed offset of the group. v8+ asks for several
 // groups at once. Without transactions no offset is ever unstable, so
 // require_stable (v7+) changes nothing. Leader epochs are −1.
+//
+// ACLs: Describe on the group (GROUP_AUTHORIZATION_FAILED), Describe on
+// each topic asked for (TOPIC_AUTHORIZATION_FAILED for its partitions);
+// asked for every topic, only those the client may Describe.
 
 import (
 	"context"
 	"errors"
+	"slices"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +31,7 @@ func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (re
 	ctx = context.WithoutCancel(ctx)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
-		topics, code := c.s.groups.fetchOffsets(ctx, req.Group, req.Topics)
+		topics, code := c.fetchOffsets(ctx, req.Group, req.Topics)
 		resp.Topics, resp.ErrorCode = topics, code
 		if req.Version < 2 && code != 0 {
 			for i := range resp.Topics {
@@ -44,7 +50,7 @@ func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (re
 				want = append(want, kmsg.OffsetFetchRequestTopic{Topic: rt.Topic, Partitions: rt.Partitions})
 			}
 		}
-		topics, code := c.s.groups.fetchOffsets(ctx, rg.Group, want)
+		topics, code := c.fetchOffsets(ctx, rg.Group, want)
 		g := kmsg.NewOffsetFetchResponseGroup()
 		g.Group, g.ErrorCode = rg.Group, code
 		for _, t := range topics {
@@ -60,6 +66,67 @@ func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (re
 		resp.Groups = append(resp.Groups, g)
 	}
 	return reply{resp: resp}, nil
+}
+
+// fetchOffsets is the coordinator's fetchOffsets behind the ACLs:
+// Describe on the group, else GROUP_AUTHORIZATION_FAILED; Describe on
+// each topic asked for, else TOPIC_AUTHORIZATION_FAILED and offset −1 for
+// its partitions; of every committed offset (want nil), those of the
+// topics the client may Describe.
+func (c *conn) fetchOffsets(ctx context.Context, group string, want []kmsg.OffsetFetchRequestTopic) ([]kmsg.OffsetFetchResponseTopic, int16) {
+	if !c.allowed(acl.Describe, acl.Group, group) {
+		var out []kmsg.OffsetFetchResponseTopic // the partitions asked for, at −1
+		for _, rt := range want {
+			t := kmsg.NewOffsetFetchResponseTopic()
+			t.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+				t.Partitions = append(t.Partitions, rp)
+			}
+			out = append(out, t)
+		}
+		return out, kerr.GroupAuthorizationFailed.Code
+	}
+	if want == nil {
+		topics, code := c.s.groups.fetchOffsets(ctx, group, nil)
+		return slices.DeleteFunc(topics, func(t kmsg.OffsetFetchResponseTopic) bool { return !c.may(acl.Describe, acl.Topic, t.Topic) }), code
+	}
+	var allowed []kmsg.OffsetFetchRequestTopic
+	denied := map[int]bool{}
+	for i, rt := range want {
+		if c.allowed(acl.Describe, acl.Topic, rt.Topic) {
+			allowed = append(allowed, rt)
+		} else {
+			denied[i] = true
+		}
+	}
+	var got []kmsg.OffsetFetchResponseTopic
+	code := int16(0)
+	if len(allowed) > 0 {
+		got, code = c.s.groups.fetchOffsets(ctx, group, allowed)
+	}
+	if len(denied) == 0 {
+		return got, code
+	}
+	out := make([]kmsg.OffsetFetchResponseTopic, 0, len(want))
+	next := 0
+	for i, rt := range want {
+		if !denied[i] {
+			out = append(out, got[next])
+			next++
+			continue
+		}
+		t := kmsg.NewOffsetFetchResponseTopic()
+		t.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, kerr.TopicAuthorizationFailed.Code
+			t.Partitions = append(t.Partitions, rp)
+		}
+		out = append(out, t)
+	}
+	return out, code
 }
 
 // fetchOffsets reads the offsets group committed on the partitions asked

@@ -6,10 +6,13 @@ package kafka
 // v4 for a list. Transactions are not served: a transactional id's
 // coordinator is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
 // Kafka refuses a client that may not use transactions.
+//
+// ACLs: Describe on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,6 +31,11 @@ func findCoordinator(_ context.Context, c *conn, req *kmsg.FindCoordinatorReques
 	find := func(key string) kmsg.FindCoordinatorResponseCoordinator {
 		fc := kmsg.NewFindCoordinatorResponseCoordinator()
 		fc.Key = key
+		if req.CoordinatorType == coordinatorGroup && !c.allowed(acl.Describe, acl.Group, key) {
+			fc.NodeID, fc.Port = -1, -1
+			fc.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return fc
+		}
 		if req.CoordinatorType != coordinatorGroup {
 			fc.NodeID, fc.Port = -1, -1
 			fc.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

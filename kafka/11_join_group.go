@@ -13,11 +13,15 @@ package kafka
 // membership (group.instance.id) is accepted but the member is treated
 // as dynamic: a restarted static member joins as a new member, and the
 // old one leaves at its session timeout.
+//
+// ACLs: Read on the group (GROUP_AUTHORIZATION_FAILED), as for
+// SyncGroup, Heartbeat and LeaveGroup.
 
 import (
 	"context"
 	"time"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -25,6 +29,11 @@ import (
 func init() { register(kmsg.JoinGroup, 0, 9, joinGroup) }
 
 func joinGroup(_ context.Context, c *conn, req *kmsg.JoinGroupRequest) (reply, error) {
+	if !c.allowed(acl.Read, acl.Group, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.Generation, resp.MemberID, resp.ErrorCode = -1, req.MemberID, kerr.GroupAuthorizationFailed.Code
+		return reply{resp: resp}, nil
+	}
 	resp, w := c.s.groups.join(req, c.clientID, c.clientHost())
 	if w == nil {
 		return reply{resp: resp}, nil

@@ -7,10 +7,13 @@ package kafka
 // again (REBALANCE_IN_PROGRESS), or start over as a new member
 // (UNKNOWN_MEMBER_ID — it was removed, or the server restarted and
 // forgot its groups — or ILLEGAL_GENERATION).
+//
+// ACLs: Read on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,6 +22,10 @@ func init() { register(kmsg.Heartbeat, 0, 4, heartbeat) }
 
 func heartbeat(_ context.Context, c *conn, req *kmsg.HeartbeatRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !c.allowed(acl.Read, acl.Group, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return reply{resp: resp}, nil
+	}
 	resp.ErrorCode = c.s.groups.heartbeat(req.Group, req.MemberID, req.Generation)
 	return reply{resp: resp}, nil
 }

@@ -6,10 +6,13 @@ package kafka
 // rebalances without waiting for its session to time out. v0–v2 name one
 // member; v3+ a list, each found by member id, or by instance id for a
 // static member. A member not in the group gets UNKNOWN_MEMBER_ID.
+//
+// ACLs: Read on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,6 +21,10 @@ func init() { register(kmsg.LeaveGroup, 0, 5, leaveGroup) }
 
 func leaveGroup(_ context.Context, c *conn, req *kmsg.LeaveGroupRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !c.allowed(acl.Read, acl.Group, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return reply{resp: resp}, nil
+	}
 	leaving := req.Members
 	if req.Version < 3 {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}

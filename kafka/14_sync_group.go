@@ -11,10 +11,13 @@ package kafka
 // (UNKNOWN_MEMBER_ID), and no rebalance may have started since
 // (REBALANCE_IN_PROGRESS). A member that does not sync within the
 // rebalance timeout is removed and the group rebalances.
+//
+// ACLs: Read on the group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,6 +25,11 @@ import (
 func init() { register(kmsg.SyncGroup, 0, 5, syncGroup) }
 
 func syncGroup(_ context.Context, c *conn, req *kmsg.SyncGroupRequest) (reply, error) {
+	if !c.allowed(acl.Read, acl.Group, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return reply{resp: resp}, nil
+	}
 	resp, w := c.s.groups.sync(req)
 	if w == nil {
 		return reply{resp: resp}, nil

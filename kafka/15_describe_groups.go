@@ -5,12 +5,15 @@ package kafka
 // A group's state, protocol and members, with each member's metadata and
 // assignment once the group is stable (as Kafka answers). A consumer name
 // that has only committed offsets is an Empty group; any other name is
-// Dead, with no error (Kafka's answer before v6). No ACLs: authorized
-// operations are not reported.
+// Dead, with no error (Kafka's answer before v6).
+//
+// ACLs: Describe on each group (GROUP_AUTHORIZATION_FAILED for it). Its
+// authorized operations (v3+) are filled in when asked for.
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,8 +24,17 @@ func init() { register(kmsg.DescribeGroups, 0, 5, describeGroups) }
 func describeGroups(ctx context.Context, c *conn, req *kmsg.DescribeGroupsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, name := range req.Groups {
+		if !c.allowed(acl.Describe, acl.Group, name) {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		s, code := c.s.groups.describe(context.WithoutCancel(ctx), name)
 		g := kmsg.NewDescribeGroupsResponseGroup()
+		if req.IncludeAuthorizedOperations {
+			g.AuthorizedOperations = c.authorizedOperations(acl.Group, name)
+		}
 		g.ErrorCode, g.Group, g.State = code, name, s.state.String()
 		g.ProtocolType, g.Protocol, g.Members = s.protocolType, s.protocol, s.members
 		if s.name == "" {

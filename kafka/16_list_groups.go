@@ -8,12 +8,16 @@ package kafka
 // the server last started. Kafka, too, lists a group that only stores
 // offsets as Empty. The states filter (v4+) is matched without regard to
 // case; every group is a "classic" one (the types filter, v5+).
+//
+// ACLs: every group with Describe on the cluster, else the groups the
+// client may Describe.
 
 import (
 	"context"
 	"slices"
 	"strings"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,7 +38,11 @@ func listGroups(ctx context.Context, c *conn, req *kmsg.ListGroupsRequest) (repl
 	matches := func(filter []string, v string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
+	all := c.mayCluster(acl.Describe)
 	for _, s := range sums {
+		if !all && !c.may(acl.Describe, acl.Group, s.name) {
+			continue
+		}
 		if !matches(req.StatesFilter, s.state.String()) || !matches(req.TypesFilter, "classic") {
 			continue
 		}

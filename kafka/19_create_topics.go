@@ -7,12 +7,19 @@ package kafka
 // must put every partition on NodeID. Configs are the ones topicConfigs
 // lists; any other is INVALID_CONFIG. validate_only checks without
 // creating. From v5 the response carries the topic's settings.
+//
+// ACLs: Create on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED
+// for it); the settings, partition count and replication factor are in
+// the response only with DescribeConfigs on the topic (else its
+// topic_config_error_code is TOPIC_AUTHORIZATION_FAILED), as Kafka 4's
+// controller answers.
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,12 +33,18 @@ func createTopics(_ context.Context, c *conn, req *kmsg.CreateTopicsRequest) (re
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	clusterCreate := c.mayCluster(acl.Create)
 	for _, rt := range req.Topics {
 		t := kmsg.NewCreateTopicsResponseTopic()
 		t.Topic = rt.Topic
 		if seen[rt.Topic] > 1 {
 			t.ErrorCode = kerr.InvalidRequest.Code
 			t.ErrorMessage = errorMessage(fmt.Errorf("topic %s is named more than once", rt.Topic))
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		if !clusterCreate && !c.allowed(acl.Create, acl.Topic, rt.Topic) {
+			t.ErrorCode, t.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr("Authorization failed.")
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
@@ -53,7 +66,10 @@ func createTopics(_ context.Context, c *conn, req *kmsg.CreateTopicsRequest) (re
 			code = errorCode(err)
 		}
 		t.ErrorCode, t.ErrorMessage = code, errorMessage(err)
-		if err == nil {
+		if err == nil && !c.may(acl.DescribeConfigs, acl.Topic, rt.Topic) {
+			// Created, but its settings are not the client's to see.
+			t.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if err == nil {
 			t.NumPartitions, t.ReplicationFactor = int32(cfg.Partitions), 1
 			for _, k := range topicConfigs {
 				v, isDefault := k.value(cfg)

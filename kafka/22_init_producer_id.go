@@ -11,10 +11,16 @@ package kafka
 // Transactions are not served: a transactional id is refused with
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (an empty one, as Kafka, with
 // INVALID_REQUEST).
+//
+// ACLs, Kafka 4's (KIP-679): an idempotent producer needs
+// IdempotentWrite on the cluster or Write on some topic
+// (CLUSTER_AUTHORIZATION_FAILED); a transactional one would need Write
+// on its transactional id.
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,7 +36,12 @@ func initProducerID(ctx context.Context, c *conn, req *kmsg.InitProducerIDReques
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply{resp: resp}, nil
 	case req.TransactionalID != nil:
+		c.allowed(acl.Write, acl.TransactionalID, *req.TransactionalID) // counted if denied
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return reply{resp: resp}, nil
+	case !c.mayCluster(acl.IdempotentWrite) && !c.mayWriteSomeTopic():
+		c.allowedCluster(acl.IdempotentWrite) // counted and logged
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return reply{resp: resp}, nil
 	}
 	id, err := c.s.db.Offsets().NextID(context.WithoutCancel(ctx), offsets.KafkaProducerIDSequence)

@@ -7,6 +7,9 @@ package kafka
 // topic (DYNAMIC_TOPIC_CONFIG); none are read-only or sensitive. For the
 // broker: an empty list — it has no Kafka-named settings. Documentation
 // is included when asked for (v3+).
+//
+// ACLs: DescribeConfigs on the topic (TOPIC_AUTHORIZATION_FAILED), or on
+// the cluster for the broker (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,11 +31,19 @@ func describeConfigs(_ context.Context, c *conn, req *kmsg.DescribeConfigsReques
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeBroker:
+			if !c.allowedCluster(acl.DescribeConfigs) {
+				r.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				break
+			}
 			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(NodeID) {
 				r.ErrorCode = kerr.InvalidRequest.Code
 				r.ErrorMessage = errorMessage(fmt.Errorf("no broker %q: this cluster's one broker is %d", rr.ResourceName, NodeID))
 			}
 		case kmsg.ConfigResourceTypeTopic:
+			if !c.allowed(acl.DescribeConfigs, acl.Topic, rr.ResourceName) {
+				r.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				break
+			}
 			t, err := c.s.db.Topic(rr.ResourceName)
 			if err != nil {
 				r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)

@@ -7,10 +7,13 @@ package kafka
 // embedded consumer's bookmarks too, as `passbook offsets delete` does).
 // A group with members gets NON_EMPTY_GROUP; a name with neither members
 // nor offsets GROUP_ID_NOT_FOUND.
+//
+// ACLs: Delete on each group (GROUP_AUTHORIZATION_FAILED for it).
 
 import (
 	"context"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,7 +25,10 @@ func deleteGroups(ctx context.Context, c *conn, req *kmsg.DeleteGroupsRequest) (
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, name := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
-		g.Group, g.ErrorCode = name, c.s.groups.deleteGroup(context.WithoutCancel(ctx), name)
+		g.Group, g.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+		if c.allowed(acl.Delete, acl.Group, name) {
+			g.ErrorCode = c.s.groups.deleteGroup(context.WithoutCancel(ctx), name)
+		}
 		resp.Groups = append(resp.Groups, g)
 	}
 	return reply{resp: resp}, nil

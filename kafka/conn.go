@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/passbook-log/passbook/auth"
 	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,9 +47,17 @@ type conn struct {
 	// server's queued.max.response.bytes. Only the writer touches it.
 	respCharged int64
 
-	// clientID is the client id of the request being handled; only the
-	// reader goroutine touches it.
+	// clientID and api are the client id and API key of the request
+	// being handled; only the reader goroutine touches them.
 	clientID string
+	api      kmsg.Key
+
+	// principal is who the connection is ("User:name"): User:ANONYMOUS,
+	// the "User:CN" of its TLS client certificate, or the user it
+	// authenticated as with SASL. sasl is its SASL progress (sasl.go).
+	// Only the reader goroutine touches them once it runs.
+	principal string
+	sasl      saslState
 
 	// fetchBuf holds the record bytes of the fetch response being
 	// written. Only the writer goroutine touches it: fetches run in
@@ -61,11 +71,14 @@ type pending struct {
 	reply
 	corr       int32
 	flexHeader bool // response header v1 (tagged fields)
+	// raw, if not nil, is a bare SASL token to write, size-prefixed,
+	// instead of a response (after SaslHandshake v0; see sasl.go).
+	raw []byte
 }
 
 func newConn(s *Server, nc net.Conn, host string, port int32) *conn {
 	c := &conn{s: s, nc: nc, host: host, port: port, remote: nc.RemoteAddr().String(),
-		queue: make(chan pending, s.o.MaxInFlight)}
+		queue: make(chan pending, s.o.MaxInFlight), principal: auth.Anonymous}
 	c.ip = hostOf(c.remote)
 	c.lastActive.Store(time.Now().UnixNano())
 	return c
@@ -93,6 +106,10 @@ func (c *conn) serve() {
 	defer c.s.forget(c)
 	log := c.s.log.With("remote", c.remote)
 	log.Debug("kafka: connection opened")
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(log, tc) {
+		c.nc.Close()
+		return
+	}
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
@@ -107,6 +124,8 @@ func (c *conn) serve() {
 		log.Debug("kafka: connection closed")
 	case errors.Is(err, errLimit), errors.Is(err, ErrRequestTooLarge):
 		log.Debug("kafka: connection closed by a limit", "err", err) // counted and logged by limitHit
+	case errors.Is(err, errSecurityClose):
+		log.Debug("kafka: connection closed", "err", err) // counted and logged where it happened
 	default:
 		log.Warn("kafka: closing connection", "err", err)
 	}
@@ -137,7 +156,12 @@ func (c *conn) readLoop() error {
 		if n < 0 {
 			return fmt.Errorf("%w: negative frame size %d", ErrMalformed, n)
 		}
-		if int64(n) > int64(c.s.o.SocketRequestMaxBytes) {
+		if limit := c.frameLimit(); int64(n) > int64(limit) {
+			if limit < c.s.o.SocketRequestMaxBytes {
+				c.s.limitHit(closeTooLarge, c.remote, "kafka: closing connection: a request before SASL authentication is over sasl.server.max.receive.size",
+					"size", n, "limit", limit)
+				return fmt.Errorf("%w: a request of %s bytes before SASL authentication is over sasl.server.max.receive.size, %s", ErrRequestTooLarge, thousands.Int(n), thousands.Int(limit))
+			}
 			c.s.limitHit(closeTooLarge, c.remote, "kafka: closing connection: a request is over socket.request.max.bytes (--socket-request-max-bytes)",
 				"size", n, "limit", c.s.o.SocketRequestMaxBytes)
 			return fmt.Errorf("%w: a request of %s bytes is over socket.request.max.bytes, %s", ErrRequestTooLarge, thousands.Int(n), thousands.Int(c.s.o.SocketRequestMaxBytes))
@@ -159,6 +183,9 @@ func (c *conn) readLoop() error {
 		}
 		c.busy.Add(-1)
 		c.active()
+		if p.closeAfter != nil {
+			return p.closeAfter // once what was queued is written
+		}
 	}
 }
 
@@ -256,7 +283,15 @@ func (c *conn) handle(ctx context.Context, frame []byte) (p pending, ok bool, er
 			err = fmt.Errorf("kafka: handler panic: %v", r)
 		}
 	}()
+	if c.sasl.raw {
+		return c.rawToken(frame)
+	}
 	req, h, corr, err := decodeRequest(frame)
+	if err == nil || errors.Is(err, errAPIVersionsUnsupported) {
+		if err := c.checkSASL(h.key); err != nil {
+			return p, false, err
+		}
+	}
 	if errors.Is(err, errAPIVersionsUnsupported) {
 		// Answer with a v0 body and header saying which versions exist;
 		// the client retries with one of them.
@@ -267,7 +302,7 @@ func (c *conn) handle(ctx context.Context, frame []byte) (p pending, ok bool, er
 	if err != nil {
 		return p, false, err
 	}
-	c.clientID = clientIDOf(frame)
+	c.clientID, c.api = clientIDOf(frame), h.key
 	if c.s.log.Enabled(ctx, slog.LevelDebug) {
 		c.s.log.Debug("kafka: request", "remote", c.remote, "api", h.key.Name(), "version", req.GetVersion(), "correlation", corr)
 	}
@@ -393,7 +428,11 @@ func (c *conn) writeLoop(log *slog.Logger) {
 		if fr, ok := p.resp.(*kmsg.FetchResponse); ok {
 			spliced, _ = spliceFetch(p.corr, fr, p.flexHeader)
 		}
-		if spliced == nil {
+		switch {
+		case p.raw != nil:
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(p.raw)))
+			buf = append(buf, p.raw...)
+		case spliced == nil:
 			buf = appendResponse(buf, p.corr, p.resp, p.flexHeader)
 		}
 		charged += c.respCharged

@@ -23,6 +23,10 @@ var (
 	// serve; the connection that sent it is closed.
 	ErrUnsupported = errors.New("kafka: unsupported API key or version")
 
+	// errTopicDenied is a topic the ACLs do not let the client use
+	// (TOPIC_AUTHORIZATION_FAILED).
+	errTopicDenied = errors.New("kafka: topic authorization failed")
+
 	// errControlBatch refuses a produced transaction marker.
 	errControlBatch = errors.New("kafka: a producer may not send a control batch")
 )
@@ -33,6 +37,8 @@ func errorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, errTopicDenied):
+		return kerr.TopicAuthorizationFailed.Code
 	case errors.Is(err, passbook.ErrFenced), errors.Is(err, storage.ErrUnwritable):
 		// A partition Open could not open, or whose write failed.
 		return kerr.KafkaStorageError.Code

@@ -16,6 +16,7 @@ package kafka
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,11 +89,17 @@ func (s *Server) Stats() Stats {
 // connection of a flood.
 func (s *Server) limitHit(reason, remote, msg string, attrs ...any) {
 	s.closed[reason].Add(1)
+	s.rateLog(slog.LevelWarn, reason, msg, append(attrs, "remote", remote, "reason", reason)...)
+}
+
+// rateLog logs msg at level the first time key is logged, then at most
+// once per limitLogEvery with how many lines were left out meanwhile.
+func (s *Server) rateLog(level slog.Level, key, msg string, attrs ...any) {
 	s.limitLogMu.Lock()
-	l := s.limitLogs[reason]
+	l := s.limitLogs[key]
 	if l == nil {
 		l = &limitLog{}
-		s.limitLogs[reason] = l
+		s.limitLogs[key] = l
 	}
 	now := time.Now()
 	if !l.last.IsZero() && now.Sub(l.last) < limitLogEvery {
@@ -103,11 +110,10 @@ func (s *Server) limitHit(reason, remote, msg string, attrs ...any) {
 	suppressed := l.suppressed
 	l.last, l.suppressed = now, 0
 	s.limitLogMu.Unlock()
-	attrs = append(attrs, "remote", remote, "reason", reason)
 	if suppressed > 0 {
 		attrs = append(attrs, "more_since_last_line", suppressed)
 	}
-	s.log.Warn(msg, attrs...)
+	s.log.Log(context.Background(), level, msg, attrs...)
 }
 
 const limitLogEvery = 10 * time.Second

@@ -1,9 +1,15 @@
 package kafka
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
 
-// Collector returns a Prometheus collector of the server's limits, read
-// at scrape time from Stats: register it where /metrics is served (with
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Collector returns a Prometheus collector of the server's limits and
+// security (authentications, sessions, TLS handshakes, ACL denials),
+// read at scrape time from Stats and the security counters: register it where /metrics is served (with
 // `passbook serve --http`, the web server's registry).
 func (s *Server) Collector() prometheus.Collector { return &collector{s: s} }
 
@@ -25,10 +31,23 @@ var (
 		"Times a fetch waited, or returned less, because queued.max.response.bytes was reached.", nil, nil)
 	descFetchCapped = prometheus.NewDesc("passbook_kafka_fetch_bytes_capped_total",
 		"Fetches whose max_bytes or a partition's max_bytes was lowered to fetch.max.bytes.", nil, nil)
+
+	descAuthentications = prometheus.NewDesc("passbook_kafka_authentications_total",
+		"Kafka SASL authentications (not re-authentications), by mechanism (other: one not served) and result (success, failure).",
+		[]string{"mechanism", "result"}, nil)
+	descReauthentications = prometheus.NewDesc("passbook_kafka_reauthentications_total",
+		"Kafka SASL re-authentications on an authenticated connection (KIP-368), by result.", []string{"result"}, nil)
+	descSessionsExpired = prometheus.NewDesc("passbook_kafka_sessions_expired_total",
+		"Kafka connections closed at a request after their SASL session ended (connections.max.reauth.ms) without re-authentication.", nil, nil)
+	descTLSFailures = prometheus.NewDesc("passbook_kafka_tls_handshake_failures_total",
+		"Kafka connections whose TLS handshake failed.", nil, nil)
+	descDenied = prometheus.NewDesc("passbook_kafka_authorization_denied_total",
+		"Kafka requests, or parts of them (a topic, a group), refused by the ACLs, by API.", []string{"api"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descClosed, descRequestBytes, descRequestWaits, descResponseBytes, descResponseWaits, descFetchCapped} {
+	for _, d := range []*prometheus.Desc{descConnections, descClosed, descRequestBytes, descRequestWaits, descResponseBytes, descResponseWaits, descFetchCapped,
+		descAuthentications, descReauthentications, descSessionsExpired, descTLSFailures, descDenied} {
 		ch <- d
 	}
 }
@@ -44,4 +63,35 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descResponseBytes, prometheus.GaugeValue, float64(st.ResponseBytesInFlight))
 	ch <- prometheus.MustNewConstMetric(descResponseWaits, prometheus.CounterValue, float64(st.ResponseBytesWaits))
 	ch <- prometheus.MustNewConstMetric(descFetchCapped, prometheus.CounterValue, float64(st.FetchesCapped))
+	c.s.collectSecurity(ch)
+}
+
+// collectSecurity reports the security counters. Authentications are
+// reported for the mechanisms served (and other), with both results, so
+// that a rate over them starts at zero; denials for each API that has one.
+func (s *Server) collectSecurity(ch chan<- prometheus.Metric) {
+	sec := &s.sec
+	if s.saslOn() {
+		for i, m := range allMechanisms {
+			if !slices.Contains(s.o.SASLMechanisms, m) {
+				continue
+			}
+			for r, name := range resultNames {
+				ch <- prometheus.MustNewConstMetric(descAuthentications, prometheus.CounterValue, float64(sec.auths[i][r].Load()), m, name)
+			}
+		}
+		for r, name := range resultNames {
+			ch <- prometheus.MustNewConstMetric(descAuthentications, prometheus.CounterValue, float64(sec.auths[len(allMechanisms)][r].Load()), "other", name)
+			ch <- prometheus.MustNewConstMetric(descReauthentications, prometheus.CounterValue, float64(sec.reauths[r].Load()), name)
+		}
+		ch <- prometheus.MustNewConstMetric(descSessionsExpired, prometheus.CounterValue, float64(sec.expired.Load()))
+	}
+	if s.o.TLS != nil {
+		ch <- prometheus.MustNewConstMetric(descTLSFailures, prometheus.CounterValue, float64(sec.tlsFailed.Load()))
+	}
+	for k := range sec.denied {
+		if n := sec.denied[k].Load(); n > 0 {
+			ch <- prometheus.MustNewConstMetric(descDenied, prometheus.CounterValue, float64(n), kmsg.Key(k).Name())
+		}
+	}
 }

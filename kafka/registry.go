@@ -54,4 +54,7 @@ type reply struct {
 	// fills in resp. Meanwhile the connection goes on reading and
 	// handling the requests behind this one.
 	wait func(ctx context.Context)
+	// closeAfter, if set, closes the connection once resp is written: no
+	// request after this one is read (a failed SASL authentication).
+	closeAfter error
 }

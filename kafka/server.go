@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
+	"github.com/passbook-log/passbook/auth"
 	"github.com/passbook-log/passbook/internal/thousands"
 )
 
@@ -93,6 +96,36 @@ type Options struct {
 	ProducerStateBytes int64
 	// Logger receives the server's log lines. Default: discard.
 	Logger *slog.Logger
+
+	// Security (tls.go, sasl.go, authorize.go; docs/kafka.md, "Security").
+
+	// TLS, if set, makes every connection TLS: the handshake must finish
+	// within RequestTimeout. When the config requires and verifies client
+	// certificates, a connection's principal is its certificate's
+	// "User:CN" (auth.PrincipalOf), as Kafka's default
+	// ssl.principal.mapping.rules make it. Default nil: plaintext.
+	TLS *tls.Config
+	// SASLMechanisms, if set, makes every connection authenticate with
+	// one of them (auth.PLAIN, auth.SCRAMSHA256, auth.SCRAMSHA512)
+	// before any request but ApiVersions, SaslHandshake and
+	// SaslAuthenticate, as on a Kafka SASL_PLAINTEXT or SASL_SSL listener
+	// (sasl.enabled.mechanisms). Default none: no SASL.
+	SASLMechanisms []string
+	// Users holds the credentials SASL checks, and is what
+	// DescribeUserScramCredentials and AlterUserScramCredentials read
+	// and change. Required with SASLMechanisms.
+	Users *auth.Users
+	// Authorizer, if set, decides every request with Kafka's ACL rules.
+	// Default nil: everything is allowed.
+	Authorizer *acl.Authorizer
+	// ConnectionsMaxReauth is the lifetime of a SASL session (Kafka's
+	// connections.max.reauth.ms): a client re-authenticates before it
+	// ends (KIP-368), and a connection whose session has ended is closed
+	// at its next request. Default 0: sessions never end.
+	ConnectionsMaxReauth time.Duration
+	// Insecure allows SASL PLAIN, which sends passwords as they are,
+	// without TLS.
+	Insecure bool
 }
 
 const (
@@ -157,6 +190,7 @@ func (o *Options) Validate() error {
 	if o.ProducerStateBytes < 0 {
 		errs = append(errs, fmt.Errorf("producer state bytes %d is negative", o.ProducerStateBytes))
 	}
+	errs = append(errs, o.validateSecurity()...)
 	if o.Advertise != "" {
 		if _, _, err := splitHostPort(o.Advertise); err != nil {
 			errs = append(errs, fmt.Errorf("advertise %q: %w", o.Advertise, err))
@@ -215,6 +249,7 @@ func (o *Options) withDefaults() Options {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.SASLMechanisms = normalizeMechanisms(c.SASLMechanisms)
 	return c
 }
 
@@ -241,6 +276,8 @@ type Server struct {
 	closed        map[string]*atomic.Uint64 // by close reason; fixed at NewServer
 	limitLogMu    sync.Mutex
 	limitLogs     map[string]*limitLog
+
+	sec securityStats // authentications, sessions, denials (sasl.go)
 
 	mu struct {
 		sync.Mutex
@@ -333,6 +370,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if s.o.TLS != nil {
+			// No I/O yet: the handshake runs on the connection's own
+			// goroutine (tls.go), once it is counted against the limits.
+			nc = tls.Server(nc, s.o.TLS)
+		}
 		c := s.newConn(nc, host, port)
 		if c == nil {
 			continue
