@@ -51,8 +51,8 @@ type Consumer struct {
 	lease offsets.Lease
 
 	stopRenew chan struct{}
-	lost      chan struct{} // closed when the lease is lost
-	lostErr   error
+	lost      context.Context // done when the lease is lost; its cause says how
+	loseLease context.CancelCauseFunc
 	closed    bool
 }
 
@@ -72,7 +72,8 @@ func New(ctx context.Context, src Source, store *offsets.SQLite, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{o: o, src: src, store: store, stopRenew: make(chan struct{}), lost: make(chan struct{})}
+	c := &Consumer{o: o, src: src, store: store, stopRenew: make(chan struct{})}
+	c.lost, c.loseLease = context.WithCancelCause(context.Background())
 	c.lease, err = store.Acquire(ctx, o.Name, src.Name(), o.Holder, o.LeaseTTL)
 	var held *offsets.LeaseHeldError
 	if errors.As(err, &held) && holderGone(held.Held.Holder) {
@@ -369,39 +370,23 @@ func (c *Consumer) commitPending(ctx context.Context) error {
 // Wait blocks until any partition has a record past the consumer's
 // position, ctx is done, or the lease is lost.
 func (c *Consumer) Wait(ctx context.Context) error {
+	// The lease's loss ends the wait too (AfterFunc starts a goroutine
+	// only then, to cancel it), and storage.WaitAny waits on every
+	// partition in this goroutine: nothing of the wait outlives it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if len(c.parts) == 1 {
-		go func() {
-			select {
-			case <-c.lost:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		err := c.parts[0].log.Wait(ctx, c.parts[0].reader.Offset())
-		return c.waitErr(err)
+	defer context.AfterFunc(c.lost, cancel)()
+	ws := make([]storage.WaitFor, len(c.parts))
+	for i, pt := range c.parts {
+		ws[i] = storage.WaitFor{Log: pt.log, Offset: pt.reader.Offset()}
 	}
-	woke := make(chan error, len(c.parts)+1)
-	for _, pt := range c.parts {
-		// The position is read here, not in the goroutine: the waiters
-		// outlive Wait's return, when run moves the readers on.
-		off := pt.reader.Offset()
-		go func() { woke <- pt.log.Wait(ctx, off) }()
-	}
-	select {
-	case err := <-woke:
-		return c.waitErr(err)
-	case <-c.lost:
-		return c.lostErr
-	}
+	_, err := storage.WaitAny(ctx, ws...)
+	return c.waitErr(err)
 }
 
 func (c *Consumer) waitErr(err error) error {
-	select {
-	case <-c.lost:
-		return c.lostErr
-	default:
+	if c.lost.Err() != nil {
+		return context.Cause(c.lost)
 	}
 	return err
 }
@@ -422,9 +407,9 @@ func (c *Consumer) renew() {
 			}
 			c.mu.Unlock()
 			if err != nil {
-				c.lostErr = fmt.Errorf("consumer %s on %s: lost its lease: %w", c.o.Name, c.src.Name(), err)
-				c.o.Logger.Error("lease lost", "err", c.lostErr)
-				close(c.lost)
+				err = fmt.Errorf("consumer %s on %s: lost its lease: %w", c.o.Name, c.src.Name(), err)
+				c.o.Logger.Error("lease lost", "err", err)
+				c.loseLease(err)
 				return
 			}
 		}
