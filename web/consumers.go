@@ -69,6 +69,9 @@ func (s *Server) consumers(r *http.Request, name string, withPartitions bool) ([
 		}
 		group := entries[i:j]
 		i = j
+		if !s.mayDescribeGroup(r, group[0].Consumer, group[0].Topic) {
+			continue // the ACLs hide it (authz.go)
+		}
 		t, err := s.db.Topic(group[0].Topic)
 		if err != nil {
 			continue // offsets of a deleted topic

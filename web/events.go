@@ -373,6 +373,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer s.hub.unsubscribe(sub)
+	f := s.eventFilterFor(r) // what the ACLs let this principal see (authz.go)
+	if snap, err = f.filter(snap); err != nil {
+		return err
+	}
 	out, err := s.startSSE(w, r, time.Second)
 	if err != nil {
 		s.streamEnded(err)
@@ -398,7 +402,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			if !ok {
 				return nil // dropped, or the server closed
 			}
-			err := out.event("", "update", b)
+			b, err := f.filter(b)
+			if err == nil {
+				err = out.event("", "update", b)
+			}
 			if err == nil {
 				err = out.flush()
 			}

@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"time"
+
+	"github.com/passbook-log/passbook/acl"
 )
 
 // series is a per-second history of one figure, oldest first.
@@ -99,6 +101,9 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	from := time.Now().Add(-window).UnixMilli()
 	h := s.hub
 	if topic != "" {
+		if err := s.require(r, acl.Describe, acl.Topic, topic); err != nil {
+			return err
+		}
 		if _, err := s.db.Topic(topic); err != nil {
 			return err
 		}
@@ -116,6 +121,9 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	if err := validConsumerName(cons); err != nil {
 		return err
 	}
+	if err := s.require(r, acl.Describe, acl.Group, cons); err != nil {
+		return err
+	}
 	lags := map[string]series{}
 	h.mu.Lock()
 	for k, sr := range h.mu.lagHist {
@@ -124,5 +132,10 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	h.mu.Unlock()
+	for topic := range lags {
+		if !s.mayDescribeTopic(r, topic) {
+			delete(lags, topic)
+		}
+	}
 	return writeJSON(w, http.StatusOK, map[string]any{"consumer": cons, "lag": lags})
 }

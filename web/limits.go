@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
@@ -123,6 +124,9 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 // connState follows the http.Server's connections: those between
 // requests (or before the first) may be evicted.
 func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return
@@ -165,6 +169,10 @@ func (l *connLimiter) evictIdle() bool {
 // else arrives (for a fifth of a second): closing with unread bytes would
 // reset the connection and lose the answer.
 func (l *connLimiter) refuse(c net.Conn) {
+	if l.s.o.TLS != nil {
+		c.Close() // a TLS client would not read a plain answer
+		return
+	}
 	select {
 	case l.refusers <- struct{}{}:
 	default:

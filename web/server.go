@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
+	"github.com/passbook-log/passbook/auth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -116,6 +119,27 @@ type Options struct {
 	// the API: they get Access-Control-Allow-Origin and their preflights
 	// are answered. Default: none, and no CORS headers at all.
 	CORSOrigins []string
+
+	// Authentication and authorization (auth.go, authz.go).
+
+	// TLS, if set, is the configuration Serve wraps its listener in
+	// (HTTPS); requests then have r.TLS set and the session cookie is
+	// Secure.
+	TLS *tls.Config
+	// Users are the users HTTP Basic and the dashboard's login check
+	// passwords against.
+	Users *auth.Users
+	// Tokens are the bearer tokens the API accepts.
+	Tokens *auth.Tokens
+	// Authorizer enforces the ACLs; nil allows every principal
+	// everything.
+	Authorizer *acl.Authorizer
+	// RequireAuth: every /api request but login, logout, whoami and
+	// openapi.json needs credentials (401 unauthorized without).
+	RequireAuth bool
+	// MetricsAuth: /metrics needs credentials too, and DESCRIBE on the
+	// cluster. Default: /metrics is open.
+	MetricsAuth bool
 }
 
 const (
@@ -220,6 +244,7 @@ type Server struct {
 	hub    *hub
 	limits *streamLimiter
 	guard  *guard
+	authn  *authn
 	// The limits' log lines, at most one a minute each.
 	connLog, evictLog, streamLog, clientLog, timeoutLog *limitLog
 
@@ -256,6 +281,7 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 	s.m = newMetrics(s)
 	s.limits = newStreamLimiter(s)
 	s.guard = newGuard(s)
+	s.authn = newAuthn(s)
 	const refused = "refused_since_last_line"
 	s.connLog = &limitLog{log: s.log, key: refused, msg: "http: connection limit reached; refusing connections with 503"}
 	s.evictLog = &limitLog{log: s.log, key: "closed_since_last_line", msg: "http: connection limit reached; closing the connection idle longest for a new one"}
@@ -281,10 +307,20 @@ func NewServer(db *passbook.DB, opts *Options) *Server {
 	s.handle("GET /api/events", s.events)
 	s.handle("GET /api/history", s.history)
 	s.handle("GET /api/openapi.json", s.openAPI)
+	s.handle("POST /api/login", s.login)
+	s.handle("POST /api/logout", s.logout)
+	s.handle("GET /api/whoami", s.whoami)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
 	s.routes = append(s.routes, route{"GET", "/metrics"})
-	s.mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(s.reg, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg})))
+	metricsHandler := promhttp.InstrumentMetricHandler(s.reg, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	s.mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorizeRoute("GET /metrics", r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		metricsHandler.ServeHTTP(w, r)
+	}))
 
 	// The dashboard: everything else that is not under /api/.
 	static, _ := fs.Sub(staticFiles, "static")
@@ -309,7 +345,11 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 	method, p, _ := strings.Cut(pattern, " ")
 	s.routes = append(s.routes, route{method, p})
 	s.mux.Handle(pattern, s.m.instrument(p, func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := s.authorizeRoute(pattern, r)
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	}))
@@ -318,6 +358,10 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 // ServeHTTP serves the API, metrics and the dashboard.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.guard.check(w, r) {
+		return
+	}
+	r, ok := s.authn.authenticate(w, r)
+	if !ok {
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
@@ -384,6 +428,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		"write_timeout", s.o.WriteTimeout, "idle_timeout", s.o.IdleTimeout, "max_header_bytes", s.o.MaxHeaderBytes,
 		"max_connections", s.o.MaxConnections, "max_streams", s.o.MaxStreams,
 		"max_streams_per_client", s.o.MaxStreamsPerClient, "stream_write_timeout", s.o.StreamWriteTimeout)
+	if s.o.TLS != nil {
+		cfg := s.o.TLS.Clone()
+		// HTTP/1.1 only: SSE streams take their connection over.
+		cfg.NextProtos = []string{"http/1.1"}
+		return srv.Serve(tls.NewListener(cl, cfg))
+	}
 	return srv.Serve(cl)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/storage"
 )
 
@@ -19,7 +20,9 @@ func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []passbook.TopicInfo{}
 	for _, t := range s.db.Topics() {
-		out = append(out, t.Describe())
+		if s.mayDescribeTopic(r, t.Name()) {
+			out = append(out, t.Describe())
+		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"topics": out})
 }
@@ -38,6 +41,12 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := passbook.ValidTopicName(req.Name); err != nil {
 		return err
+	}
+	// As CreateTopics: CREATE on the cluster, else on the topic.
+	if !s.allowed(r, acl.Create, acl.Cluster, acl.ClusterName) {
+		if err := s.require(r, acl.Create, acl.Topic, req.Name); err != nil {
+			return err
+		}
 	}
 	var cfg passbook.TopicConfig
 	if len(req.Config) > 0 && string(req.Config) != "null" {
