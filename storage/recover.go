@@ -3,13 +3,278 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/passbook-log/passbook/batch"
 )
+
+// Recovery, in two kinds: Open's, after a crash (load: each closed segment
+// from its index files, the active one re-validated batch by batch from
+// its start unless the last shutdown was clean, a torn tail truncated),
+// and a failed write's, while the log stays open (retryLocked: the active
+// segment put back as its last acknowledged append left it). Both walk
+// the segment with segScanner (scan.go), so they and Verify agree on what
+// is damage, and tornTail is the one rule of what damage Open mends.
+
+// load opens the segments and recovers the active one.
+func (l *Log) load() error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	if err := l.recoverCleaner(names); err != nil {
+		return err
+	}
+	if names, err = l.fs.ReadDir(l.dir); err != nil {
+		return err
+	}
+	var bases []int64
+	for _, n := range names {
+		if base, ok := strings.CutSuffix(n, ".log"); ok {
+			b, err := strconv.ParseInt(base, 10, 64)
+			if err != nil || len(base) != 20 || b < 0 {
+				return fmt.Errorf("%w: unexpected file %s", ErrNotPartition, n)
+			}
+			bases = append(bases, b)
+		}
+		if strings.HasSuffix(n, ".tmp") {
+			l.fs.Remove(filepath.Join(l.dir, n)) // an interrupted atomic write
+		}
+	}
+	cp, err := readCheckpoint(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	if len(bases) == 0 {
+		bases = []int64{0}
+	}
+	l.recovery.Segments = len(bases)
+	segs := make([]*segment, 0, len(bases))
+	publish := func() { s := slices.Clone(segs); l.segs.Store(&s) }
+	for i, base := range bases {
+		s, err := l.openSegment(base, i == len(bases)-1)
+		if err != nil {
+			return err
+		}
+		s.cleaned = i < len(bases)-1 && base < l.clean.state.rewritten
+		segs = append(segs, s)
+		publish()
+		if i < len(bases)-1 {
+			err = l.loadClosed(s, false)
+		} else {
+			err = l.loadActive(s, cp)
+		}
+		if err != nil {
+			return err
+		}
+		if i > 0 && segs[i-1].next.Load() != base {
+			return &CorruptError{File: s.path, Pos: 0, Err: fmt.Errorf("segment starts at offset %d but the previous one ends at %d", base, segs[i-1].next.Load())}
+		}
+	}
+	l.start.Store(segs[0].base)
+	l.head.Store(segs[len(segs)-1].next.Load())
+	l.clean.cleaned.Store(max(l.clean.state.cleaned, segs[0].base))
+	l.recovery.Clean = cp.clean && cp.base == segs[len(segs)-1].base
+	// From here on the last shutdown was not clean until Close says so.
+	// The active segment is synced first: the checkpoint must never claim
+	// bytes that a power loss could still take away.
+	active := segs[len(segs)-1]
+	if err := l.fs.SyncDir(l.dir); err != nil { // the segment files may be new
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	if err := active.log.Sync(); err != nil {
+		return fmt.Errorf("sync active segment: %w", err)
+	}
+	if err := active.idx.sync(); err != nil {
+		return err
+	}
+	l.sync.synced = l.head.Load()
+	l.sync.point = checkpoint{base: active.base, pos: active.size.Load()}
+	l.sync.written = l.sync.point
+	return writeCheckpoint(l.fs, l.dir, l.sync.point)
+}
+
+// loadClosed reads a closed (or cleanly closed active) segment's metadata
+// from its index, rebuilding the index if it is damaged. Batches are not
+// CRC-checked here: readers check every batch they read, and verify checks
+// them all.
+func (l *Log) loadClosed(s *segment, active bool) error {
+	size, err := fileSize(s.log)
+	if err != nil {
+		return err
+	}
+	s.size.Store(size)
+	if err := l.loadFromIndex(s, size, active); err != nil {
+		l.o.Logger.Warn("rebuilding index", "segment", s.path, "reason", err)
+		l.recovery.RebuiltIndex++
+		return l.rebuild(s, size, false, checkpoint{})
+	}
+	return nil
+}
+
+func (l *Log) loadFromIndex(s *segment, size int64, active bool) error {
+	if err := s.idx.load(size, active); err != nil {
+		return err
+	}
+	// Scan batch headers after the last index entry to find the end, and
+	// the writer's bookkeeping so the index stays as sparse as before.
+	var from int64
+	var rel uint32
+	if s.idx.offCount > 0 {
+		e, err := s.idx.offsetAt(s.idx.offCount - 1)
+		if err != nil {
+			return err
+		}
+		from, rel = int64(e.pos), e.rel
+	} else if size > 0 {
+		return errors.New("index is empty")
+	}
+	var sc segScanner
+	sc.reset(s.log, size, s.base)
+	sc.seek(from, s.base+int64(rel))
+	sc.gaps, sc.trusted = s.cleaned, true
+	s.sinceIndex = 0
+	for sb, err := range sc.walk(stopAtDamage) {
+		if err != nil {
+			return err
+		}
+		if sb.Damaged() {
+			return fmt.Errorf("after the last index entry, at byte %d: %w", sb.Pos, sb.Err)
+		}
+		s.sinceIndex += int(sb.Size)
+	}
+	next := sc.expect
+	s.next.Store(next)
+	s.sinceTime = s.sinceIndex
+	if e, ok, err := s.idx.lastTime(); err != nil {
+		return err
+	} else if ok {
+		s.maxMs.Store(e.ms)
+		s.timeMs = e.ms
+	}
+	if size > 0 {
+		var fr batchReader
+		fr.reset(s.log, 0, size)
+		_, _, h, err := fr.next()
+		if err != nil {
+			return err
+		}
+		s.firstMs = h.BaseTimestamp
+		if err := s.checkTimeIndex(h, next); err != nil {
+			return err
+		}
+	} else {
+		s.sinceIndex, s.sinceTime = l.o.IndexInterval, l.o.IndexInterval
+	}
+	return nil
+}
+
+// loadActive opens the active segment: a cleanly closed one whose size
+// matches the checkpoint is trusted; any other is re-validated batch by
+// batch.
+func (l *Log) loadActive(s *segment, cp checkpoint) error {
+	size, err := fileSize(s.log)
+	if err != nil {
+		return err
+	}
+	if cp.clean && cp.base == s.base && cp.pos == size {
+		s.size.Store(size)
+		if err := l.loadFromIndex(s, size, true); err == nil {
+			return nil
+		}
+		l.recovery.RebuiltIndex++
+	}
+	return l.rebuild(s, size, true, cp)
+}
+
+// rebuild re-reads a segment from its start, checks every batch, rewrites
+// its index files and, for the active segment, truncates a torn tail.
+func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error {
+	if err := s.idx.reset(); err != nil {
+		return err
+	}
+	s.idx.inMemory = active
+	s.sinceIndex, s.sinceTime, s.timeMs, s.firstMs = l.o.IndexInterval, l.o.IndexInterval, -1, -1
+	s.maxMs.Store(-1)
+	synced := recoveryPoint(cp, s.base)
+	var sc segScanner
+	sc.reset(s.log, size, s.base)
+	sc.gaps = s.cleaned
+	next, end := s.base, int64(0)
+	for sb, err := range sc.walk(stopAtDamage) {
+		if err != nil {
+			// The disk failed to read: that says nothing about the bytes.
+			return err
+		}
+		if sb.Damaged() {
+			if !tornTail(active, sb.Pos, synced) {
+				return s.corrupt(sb.Pos, sb.Err)
+			}
+			// A torn write: drop it and everything after.
+			if err := s.log.Truncate(sb.Pos); err != nil {
+				return fmt.Errorf("truncate torn tail: %w", err)
+			}
+			l.recovery.TornBytes += size - sb.Pos
+			break
+		}
+		h := sb.Header
+		if err := s.indexBatch(sb.Pos, h, l.o.IndexInterval); err != nil {
+			return err
+		}
+		next, end = h.NextOffset(), sb.Pos+int64(h.Size())
+	}
+	l.recovery.Validated += end
+	s.size.Store(end)
+	s.next.Store(next)
+	if !active {
+		if err := s.finishTimeIndex(); err != nil {
+			return err
+		}
+		return s.idx.sync()
+	}
+	return nil
+}
+
+// recoveryPoint is how many bytes of the segment with base offset base
+// CHECKPOINT says were fsync'd: all of a closed or cleanly closed
+// segment's, and for the active one the position of its last recorded
+// fsync (zero when CHECKPOINT names an older segment).
+func recoveryPoint(cp checkpoint, base int64) int64 {
+	if cp.base == base {
+		return cp.pos
+	}
+	return 0
+}
+
+// tornTail is the one rule, shared by Open (Log.rebuild) and Verify
+// (scanOneSegment), that says whether damage found at byte pos of a
+// segment is a torn write — bytes a power loss may take — rather than
+// corruption. Closed segments were fsync'd whole before the next one was
+// created, and the active segment's bytes below its recovery point
+// (synced, from CHECKPOINT) were fsync'd: damage there is corruption.
+// Bytes past the recovery point were never promised to survive a power
+// loss, and the page cache writes them back in any order, so a lost page
+// may be followed by later pages that did reach the disk — whole valid
+// batches after the damage prove nothing. Damage there is a torn tail:
+// the segment ends at pos, and everything after it goes.
+func tornTail(active bool, pos, synced int64) bool {
+	return active && pos >= synced
+}
+
+// isDamage reports whether err, from reading a batch, is about the bytes
+// (short, corrupt, not a batch) rather than a failure to read them.
+func isDamage(err error) bool {
+	return errors.Is(err, batch.ErrShort) || errors.Is(err, batch.ErrCorrupt) || errors.Is(err, batch.ErrMagic)
+}
+
+// A failed write (the second kind).
 
 // A failed write makes a log unwritable: appends fail with an error
 // matching ErrUnwritable, and the log never pretends the write happened.
@@ -221,19 +486,14 @@ func (l *Log) recoverWritesLocked() error {
 	var sc segScanner
 	sc.reset(s.log, want, s.base)
 	sc.gaps = s.cleaned
-	sc.br.reset(s.log, from, want)
 	if from > 0 {
 		next, ok := peekBase(s.log, from, want)
 		if !ok {
 			next = s.next.Load()
 		}
-		sc.expect = next
+		sc.seek(from, next)
 	}
-	for {
-		sb, err := sc.read()
-		if err == io.EOF {
-			break
-		}
+	for sb, err := range sc.walk(stopAtDamage) {
 		if err != nil {
 			return err
 		}

@@ -87,73 +87,91 @@ func ScanSegment(fsys vfs.FS, path string, base int64) iter.Seq2[SegmentBatch, e
 		var sc segScanner
 		sc.reset(f, size, base)
 		sc.gaps = mayBeCleaned(fsys, path, base)
-		for {
-			sb, err := sc.next()
-			if err == io.EOF {
-				return
-			}
-			if !yield(sb, err) || err != nil {
-				return
-			}
-		}
+		sc.walk(reportAll)(yield)
 	}
 }
 
-// recoveryPoint is how many bytes of the segment with base offset base
-// CHECKPOINT says were fsync'd: all of a closed or cleanly closed
-// segment's, and for the active one the position of its last recorded
-// fsync (zero when CHECKPOINT names an older segment).
-func recoveryPoint(cp checkpoint, base int64) int64 {
-	if cp.base == base {
-		return cp.pos
-	}
-	return 0
-}
-
-// tornTail is the one rule, shared by Open (Log.rebuild) and Verify
-// (scanOneSegment), that says whether damage found at byte pos of a
-// segment is a torn write — bytes a power loss may take — rather than
-// corruption. Closed segments were fsync'd whole before the next one was
-// created, and the active segment's bytes below its recovery point
-// (synced, from CHECKPOINT) were fsync'd: damage there is corruption.
-// Bytes past the recovery point were never promised to survive a power
-// loss, and the page cache writes them back in any order, so a lost page
-// may be followed by later pages that did reach the disk — whole valid
-// batches after the damage prove nothing. Damage there is a torn tail:
-// the segment ends at pos, and everything after it goes.
-func tornTail(active bool, pos, synced int64) bool {
-	return active && pos >= synced
-}
-
-// segScanner walks a segment file batch by batch, resynchronizing after
-// damage.
+// segScanner is the one segment walker: it reads a segment file batch by
+// batch and holds the one rule of what a stored batch must be to fit its
+// place — its framing (checkFraming), its base offset following the one
+// before (or, after damage, not going back), its record count and last
+// offset delta agreeing (except in a cleaned segment, see the package
+// doc's gap rule), its end not past the next segment's base, and, unless
+// trusted, its CRC-32C and every record decoding at its offset. Open's
+// recovery (Log.rebuild, Log.loadFromIndex), a failed write's recovery
+// (Log.recoverWritesLocked), Verify (scanOneSegment) and ScanSegment all
+// walk with it, so that they agree on what is damage; they differ only in
+// their damagePolicy.
 type segScanner struct {
-	f       vfs.File
-	size    int64
-	br      batchReader
-	expect  int64  // base offset the next batch must have
-	gaps    bool   // records may skip offsets inside a batch (a cleaned segment)
-	jump    bool   // after damage: the next batch may start past expect
-	limit   int64  // batches end by this offset (the next segment's base); −1: no limit
+	f      vfs.File
+	size   int64
+	br     batchReader
+	expect int64 // base offset the next batch must have
+	gaps   bool  // records may skip offsets inside a batch (a cleaned segment)
+	jump   bool  // after damage: the next batch may start past expect
+	limit  int64 // batches end by this offset (the next segment's base); −1: no limit
+	// trusted: the segment's index files vouch for its batches (a clean
+	// shutdown): each batch's place is checked, not its CRC or records,
+	// which readers check as they read them.
+	trusted bool
 	scratch []byte // validAt's buffer
 	window  []byte // resync's buffer
 	cur     batch.Cursor
 }
 
 func (sc *segScanner) reset(f vfs.File, size, base int64) {
-	sc.f, sc.size, sc.expect, sc.jump, sc.limit = f, size, base, false, -1
+	sc.f, sc.size, sc.expect, sc.jump, sc.limit, sc.trusted = f, size, base, false, -1, false
 	sc.br.reset(f, 0, size)
 }
 
-// next returns the next valid batch or damaged range, or io.EOF at the
-// end of the file. An error other than io.EOF is a read error.
-func (sc *segScanner) next() (SegmentBatch, error) {
-	sb, err := sc.read()
-	if err != nil || !sb.Damaged() {
-		return sb, err
+// seek moves the scanner to byte pos, where a batch with base offset
+// expect starts.
+func (sc *segScanner) seek(pos, expect int64) {
+	sc.br.reset(sc.f, pos, sc.size)
+	sc.expect, sc.jump = expect, false
+}
+
+// damagePolicy says what a walk does where the bytes are not a batch that
+// fits its place.
+type damagePolicy int
+
+const (
+	// stopAtDamage is Open's policy, and a failed write's recovery: the
+	// walk yields the first damage and ends there. The caller judges it
+	// with tornTail: a torn tail is truncated, anything else refused.
+	stopAtDamage damagePolicy = iota
+	// reportAll is Verify's and ScanSegment's: each damaged range is
+	// yielded whole (its Size runs to the next valid batch) and the walk
+	// resumes at the next valid batch whose base offset does not go back,
+	// so that one bad batch does not hide the rest of the file.
+	reportAll
+)
+
+// walk yields, from the scanner's position to the end of the file, every
+// valid batch and, as the policy says, the damage. A read error ends the
+// walk with that error.
+func (sc *segScanner) walk(p damagePolicy) iter.Seq2[SegmentBatch, error] {
+	return func(yield func(SegmentBatch, error) bool) {
+		for {
+			sb, err := sc.read()
+			if err == io.EOF {
+				return
+			}
+			if err == nil && sb.Damaged() && p == reportAll {
+				sb, err = sc.skipDamage(sb)
+			}
+			if !yield(sb, err) || err != nil || sb.Damaged() && p == stopAtDamage {
+				return
+			}
+		}
 	}
-	// Damage: find where valid batches start again. Offsets are missing
-	// there, so the next valid batch may start past the expected one.
+}
+
+// skipDamage finds where valid batches start again after the damage sb,
+// moves the scanner there and returns sb with its Size running up to it.
+func (sc *segScanner) skipDamage(sb SegmentBatch) (SegmentBatch, error) {
+	// Offsets are missing here, so the next valid batch may start past
+	// the expected one.
 	sc.jump = true
 	at, rerr := sc.resync(sb.Pos, sb.Header, sb.HeaderOK)
 	if rerr != nil {
@@ -164,11 +182,9 @@ func (sc *segScanner) next() (SegmentBatch, error) {
 	return sb, nil
 }
 
-// read returns the batch at the scanner's position, checked as next
-// checks it, or io.EOF; it does not look past damage (its Size is the
-// damaged batch's own, or 0 when its header did not parse). Open's
-// recovery (Log.rebuild) and Verify both check batches with it, so that
-// they agree on what is damage.
+// read returns the batch at the scanner's position, checked, or io.EOF;
+// it does not look past damage (its Size is the damaged batch's own, or 0
+// when its header did not parse).
 func (sc *segScanner) read() (SegmentBatch, error) {
 	pos, b, h, err := sc.br.next()
 	if err == io.EOF {
@@ -181,15 +197,21 @@ func (sc *segScanner) read() (SegmentBatch, error) {
 	// the end of the file still has a header.
 	headerOK := err == nil || errors.Is(err, batch.ErrShort) && h.Magic == batch.Magic && h.Length >= batch.HeaderSize-batch.LengthOverhead
 	crcOK := false
-	if err == nil {
+	switch {
+	case err != nil:
+	case sc.trusted:
+		err = sc.checkPlace(h)
+	default:
 		if _, err = batch.Check(b); err == nil {
 			crcOK = true
-			err = sc.check(b, h)
+			if err = sc.checkPlace(h); err == nil {
+				err = sc.checkRecords(b, h)
+			}
 		}
 	}
 	if err == nil {
 		sc.expect, sc.jump = h.NextOffset(), false
-		return SegmentBatch{Pos: pos, Size: int64(h.Size()), Header: h, HeaderOK: true, CRCOK: true, Batch: b}, nil
+		return SegmentBatch{Pos: pos, Size: int64(h.Size()), Header: h, HeaderOK: true, CRCOK: crcOK, Batch: b}, nil
 	}
 	size := int64(0)
 	if headerOK {
@@ -198,10 +220,9 @@ func (sc *segScanner) read() (SegmentBatch, error) {
 	return SegmentBatch{Pos: pos, Size: size, Header: h, HeaderOK: headerOK, CRCOK: crcOK, Err: err}, nil
 }
 
-// check verifies a whole batch read at the expected place, its CRC
-// already checked: the fields outside the CRC, offsets, record count and
-// every record.
-func (sc *segScanner) check(b []byte, h batch.Header) error {
+// checkPlace checks that a batch's header fits where it was read: the
+// fields outside the CRC, its offsets and its record count.
+func (sc *segScanner) checkPlace(h batch.Header) error {
 	if err := checkFraming(h); err != nil {
 		return err
 	}
@@ -216,6 +237,12 @@ func (sc *segScanner) check(b []byte, h batch.Header) error {
 	if sc.limit >= 0 && h.NextOffset() > sc.limit {
 		return fmt.Errorf("%w: batch runs to offset %d, past the next segment's base %d", ErrCorrupt, h.LastOffset(), sc.limit)
 	}
+	return nil
+}
+
+// checkRecords checks that every record of a batch whose CRC and place
+// were checked decodes at its offset.
+func (sc *segScanner) checkRecords(b []byte, h batch.Header) error {
 	if err := sc.cur.Reset(b); err != nil {
 		return err
 	}

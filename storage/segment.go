@@ -226,3 +226,96 @@ func (r *batchReader) next() (pos int64, b []byte, h batch.Header, err error) {
 	r.pos += int64(size)
 	return pos, r.buf[off : off+size], h, nil
 }
+
+// checkTimeIndex checks the ends of a loaded segment's time index, as
+// index.load does for the offset index: the first batch (header first),
+// if it has a timestamp, made the first entry, and the entries are in
+// order and inside the segment. A damaged time index returns an error; the
+// caller rebuilds it.
+func (s *segment) checkTimeIndex(first batch.Header, next int64) error {
+	if s.idx.timeCount == 0 {
+		if first.MaxTimestamp >= 0 {
+			return errors.New("time index is empty")
+		}
+		return nil
+	}
+	e0, err := s.idx.timeAt(0)
+	if err != nil {
+		return err
+	}
+	last, err := s.idx.timeAt(s.idx.timeCount - 1)
+	if err != nil {
+		return err
+	}
+	if first.MaxTimestamp >= 0 && (e0.rel != 0 || e0.ms != first.MaxTimestamp) ||
+		last.ms < e0.ms || last.rel < e0.rel || int64(last.rel) >= next-s.base {
+		return errors.New("time index entries out of order or past the segment end")
+	}
+	return nil
+}
+
+// indexBatch records a batch just written (or re-read) at pos in the
+// segment's bookkeeping and sparse indexes.
+func (s *segment) indexBatch(pos int64, h batch.Header, interval int) error {
+	rel := uint32(h.BaseOffset - s.base)
+	if s.sinceIndex >= interval {
+		if err := s.idx.appendOffset(offsetEntry{rel: rel, pos: uint32(pos)}); err != nil {
+			return err
+		}
+		s.sinceIndex = 0
+	}
+	s.sinceIndex += h.Size()
+	if s.firstMs < 0 {
+		s.firstMs = h.BaseTimestamp
+	}
+	if h.MaxTimestamp > s.maxMs.Load() {
+		s.maxMs.Store(h.MaxTimestamp)
+		if s.sinceTime >= interval {
+			if err := s.idx.appendTime(timeEntry{ms: h.MaxTimestamp, rel: rel}); err != nil {
+				return err
+			}
+			s.timeMs = h.MaxTimestamp
+			s.sinceTime = 0
+		}
+	}
+	s.sinceTime += h.Size()
+	return nil
+}
+
+// seal finishes a segment that stops being active: a final time index
+// entry so lookups by time see its newest timestamp, and an fsync of all
+// three files.
+func (s *segment) seal() error {
+	if err := s.finishTimeIndex(); err != nil {
+		return err
+	}
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("sync segment: %w: %w", errSyncFailed, err)
+	}
+	if err := s.idx.sync(); err != nil {
+		return fmt.Errorf("%w: %w", errSyncFailed, err)
+	}
+	s.idx.dropMemory()
+	return nil
+}
+
+// errSyncFailed marks a failed fsync. It is never retried: after one the
+// kernel may have dropped the dirty pages it could not write, so a second
+// fsync can succeed over data that is gone; only a reopen, which re-reads
+// the files, may take appends again.
+var errSyncFailed = errors.New("fsync failed")
+
+// finishTimeIndex appends a time index entry for the segment's newest
+// timestamp unless the last entry already holds it: a segment loaded from
+// its index files takes its newest timestamp (for retention by age and
+// OffsetForTime) from the last entry.
+func (s *segment) finishTimeIndex() error {
+	if m := s.maxMs.Load(); m > s.timeMs && m >= 0 {
+		rel := uint32(s.next.Load() - 1 - s.base)
+		if err := s.idx.appendTime(timeEntry{ms: m, rel: rel}); err != nil {
+			return err
+		}
+		s.timeMs = m
+	}
+	return nil
+}

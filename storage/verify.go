@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -157,6 +156,9 @@ type partitionScan struct {
 	gaps   gapRule
 	// cleanerBad: CLEANER exists and fails its checks.
 	cleanerBad bool
+	// refusing marks the problems (by index in report.Problems) of a
+	// file that makes Open refuse the partition; see openRefuses.
+	refusing map[int]bool
 }
 
 // segScan is what scanning one segment found.
@@ -190,15 +192,19 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		return nil, err
 	}
 	r := &VerifyReport{Dir: dir, Start: 0, Head: 0}
-	ps := &partitionScan{dir: dir, report: r}
+	ps := &partitionScan{dir: dir, report: r, refusing: map[int]bool{}}
 	problem := func(p Problem) { r.Problems = append(r.Problems, p) }
+	refused := func(p Problem) {
+		ps.refusing[len(r.Problems)] = true
+		problem(p)
+	}
 	format, err := readFile(fsys, filepath.Join(dir, formatFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, ".log") }) {
 			return nil, fmt.Errorf("%w: %s has no FORMAT file and no segment", ErrNotPartition, dir)
 		}
-		problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: -1, Detail: "missing; Open refuses the directory"})
+		refused(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: -1, Detail: "missing; Open refuses the directory"})
 	case err != nil:
 		problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: -1, Detail: err.Error()})
 	default:
@@ -206,7 +212,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		if ps.gaps, err = readGapRule(fsys, dir, string(format)); errors.As(err, &ce) {
 			// Without it, every closed segment may have been cleaned.
 			ps.cleanerBad, ps.gaps = true, gapRule{rewritten: 1<<63 - 1}
-			problem(Problem{Kind: ProblemFile, File: ce.File, Pos: ce.Pos, Detail: ce.Err.Error() + "; Open refuses the partition"})
+			refused(Problem{Kind: ProblemFile, File: ce.File, Pos: ce.Pos, Detail: ce.Err.Error() + "; Open refuses the partition"})
 		} else if err != nil {
 			problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: 0, Detail: err.Error()})
 		}
@@ -244,7 +250,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 	switch {
 	case errors.As(err, &ce):
 		ps.cpBad = true
-		problem(Problem{Kind: ProblemCheckpoint, File: cpPath, Pos: 0, Detail: ce.Err.Error() + "; Open refuses the partition"})
+		refused(Problem{Kind: ProblemCheckpoint, File: cpPath, Pos: 0, Detail: ce.Err.Error() + "; Open refuses the partition"})
 	case err != nil:
 		problem(Problem{Kind: ProblemFile, File: cpPath, Pos: -1, Detail: err.Error()})
 	}
@@ -258,7 +264,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		}
 		s, probs, err := scanOneSegment(fsys, dir, base, limit, ps, progress)
 		if err != nil {
-			problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, segmentName(base, ".log")), Pos: -1, Detail: err.Error()})
+			refused(Problem{Kind: ProblemFile, File: filepath.Join(dir, segmentName(base, ".log")), Pos: -1, Detail: err.Error()})
 			prevNext = -1
 			continue
 		}
@@ -302,7 +308,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 }
 
 // openRefuses returns why Open would refuse the partition ps found, or
-// "": a missing, bad or unreadable FORMAT, CLEANER, CHECKPOINT or
+// "": a missing FORMAT, a bad CLEANER or CHECKPOINT, an unreadable
 // segment file, offsets missing or repeated between segments, a damaged
 // batch in the active segment before its recovery point (one past it is a
 // torn tail, which Open truncates), or in a closed segment whose index
@@ -317,10 +323,9 @@ func openRefuses(ps *partitionScan) string {
 	for _, s := range ps.segs {
 		rebuilt[s.path] = s.badIndex
 	}
-	for _, p := range ps.report.Problems {
+	for i, p := range ps.report.Problems {
 		switch {
-		case p.Kind == ProblemFile && (strings.Contains(p.Detail, "Open refuses") || strings.HasSuffix(p.File, ".log")),
-			p.Kind == ProblemCheckpoint && strings.Contains(p.Detail, "Open refuses"),
+		case ps.refusing[i],
 			p.Kind == ProblemOffsets,
 			p.Kind == ProblemBatch && (p.File == active || rebuilt[p.File]):
 			return p.String()
@@ -378,11 +383,7 @@ func scanOneSegment(fsys vfs.FS, dir string, base, limit int64, ps *partitionSca
 	sc.limit = limit
 	s.next = base
 	reported := int64(0)
-	for {
-		sb, err := sc.next()
-		if err == io.EOF {
-			break
-		}
+	for sb, err := range sc.walk(reportAll) {
 		if err != nil {
 			return nil, nil, err
 		}
