@@ -1,6 +1,9 @@
 package auth_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"sync"
@@ -306,5 +309,45 @@ func TestParseMechanism(t *testing.T) {
 	}
 	if _, err := auth.ParseMechanism("gssapi"); !errors.Is(err, auth.ErrUnknownMechanism) {
 		t.Errorf("gssapi: %v", err)
+	}
+}
+
+// librdkafka sends its own nonce again before the server's (which
+// starts with it); Kafka's server accepts a nonce that ends with the one
+// it sent, and so does ours — with the proof computed over what the
+// client sent.
+func TestSCRAM_LibrdkafkaNonce(t *testing.T) {
+	u, _ := newUsers(t)
+	u.Set("alice", auth.SCRAMSHA256, []byte("pw1"), 0)
+	s, _ := u.NewSession(auth.SCRAMSHA256)
+	const cnonce = "d?kec98Ef>9J}kQuI2zykU}]Y9k<VrfV"
+	first := "n,,n=alice,r=" + cnonce
+	out, _, err := s.Step([]byte(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := strings.Split(string(out), ",")
+	snonce := strings.TrimPrefix(attrs[0], "r=")
+	salt, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(attrs[1], "s="))
+	sp, _ := auth.SaltedPassword(auth.SCRAMSHA256, []byte("pw1"), salt, 4096)
+	withoutProof := "c=biws,r=" + cnonce + snonce
+	authMsg := first[3:] + "," + string(out) + "," + withoutProof
+	mac := func(key []byte, msg string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	clientKey := mac(sp, "Client Key")
+	stored := sha256.Sum256(clientKey)
+	sig := mac(stored[:], authMsg)
+	for i := range sig {
+		sig[i] ^= clientKey[i]
+	}
+	final, done, err := s.Step([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(sig)))
+	if err != nil || !done || s.Principal() != "User:alice" {
+		t.Fatalf("librdkafka's client-final refused: %v", err)
+	}
+	if want := "v=" + base64.StdEncoding.EncodeToString(mac(mac(sp, "Server Key"), authMsg)); string(final) != want {
+		t.Errorf("server-final %q, want %q", final, want)
 	}
 }

@@ -39,7 +39,11 @@ func httpService(db *passbook.DB, addr string, opts web.Options, timer *web.Sync
 		name: "http",
 		addr: addr,
 		serve: func(_ context.Context, ln net.Listener) error {
-			log.Info("http: serving the dashboard, the API and /metrics", "url", "http://"+ln.Addr().String()+"/")
+			scheme := "http"
+			if opts.TLS != nil {
+				scheme = "https"
+			}
+			log.Info("http: serving the dashboard, the API and /metrics", "url", scheme+"://"+ln.Addr().String()+"/")
 			return ws.Serve(ln)
 		},
 		shutdown: ws.Shutdown,

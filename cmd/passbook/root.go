@@ -52,7 +52,8 @@ Start with:  passbook lab`,
 	root.AddCommand(
 		newTopicCmd(e), newProduceCmd(e), newConsumeCmd(e), newLagCmd(e),
 		newReplayCmd(e), newOffsetsCmd(e), newLabCmd(e),
-		newServeCmd(e), newVerifyCmd(e), newRepairCmd(e), newDumpCmd(e),
+		newServeCmd(e), newUserCmd(e), newACLCmd(e), newTokenCmd(e),
+		newVerifyCmd(e), newRepairCmd(e), newDumpCmd(e),
 		newVersionCmd(),
 	)
 	wrapArgs(root)

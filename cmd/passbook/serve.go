@@ -27,6 +27,7 @@ func newServeCmd(e *env) *cobra.Command {
 		grace     time.Duration
 		maxFiles  int
 		offSync   string
+		sf        securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -69,19 +70,35 @@ idle longest makes room, else 503), --http-read-header-timeout,
 polls (429), each write within --http-stream-write-timeout. Each has a
 passbook_http_* metric; docs/http-api.md has the table.
 
+Security (docs/security.md): --tls-cert/--tls-key put TLS on both listeners
+(--tls-client-ca also requires client certificates: User:CN is the
+principal); --sasl requires Kafka clients to authenticate as users made with
+'passbook user add'; --authorize enforces ACLs ('passbook acl add') on the
+Kafka protocol and the HTTP API. The HTTP API asks for the same users'
+credentials (HTTP Basic, 'passbook token create' bearer tokens, or the
+dashboard's sign-in) with --sasl, --authorize or beyond loopback. Browser
+safety is always on: the Host header must name this server, and another
+site's page cannot change anything. A listener beyond loopback without TLS
+and authentication is refused unless --insecure.
+
 On SIGTERM or SIGINT it stops accepting connections, answers the requests it
 has already read, then closes the data directory (fsync and clean-shutdown
 checkpoint).`,
 		Example: `  passbook serve --data ./data
-  passbook serve --data ./data --kafka 0.0.0.0:9092 --advertise kafka.example.com:9092
+  passbook serve --data ./data --kafka 0.0.0.0:9092 --advertise kafka.example.com:9092 \
+      --tls-cert server.pem --tls-key server-key.pem --sasl scram-sha-512 --authorize --super-users User:admin
   kcat -b 127.0.0.1:9092 -t orders -P < orders.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ko.DisableAutoCreateTopics = !autoTopic
+			log := e.logger()
+			sec, err := sf.apply(e.data, kafkaAddr, httpAddr, &ko, &httpOpts, log)
+			if err != nil {
+				return err
+			}
 			if err := ko.Validate(); err != nil {
 				return usageError{err}
 			}
-			log := e.logger()
 			logFileLimit(log.Debug)
 			timer := web.NewSyncTimer(nil) // fsync latency for /metrics
 			sync, err := offsets.ParseSync(offSync)
@@ -110,6 +127,7 @@ checkpoint).`,
 				}
 				services = append(services, hs)
 			}
+			defer sec.start(log)()
 			return serveAll(cmd.Context(), log, db, grace, services)
 		},
 	}
@@ -117,7 +135,8 @@ checkpoint).`,
 	f.StringVar(&kafkaAddr, "kafka", "127.0.0.1:9092", "address to serve the Kafka protocol on")
 	f.StringVar(&httpAddr, "http", "", "also serve the HTTP API, /metrics and the dashboard on this address, such as 127.0.0.1:8080")
 	httpFlags(f, &httpOpts)
-	f.StringVar(&ko.Advertise, "advertise", "", "host:port clients are told to connect to (default: the --kafka address)")
+	sf.register(f, &httpOpts)
+	f.StringVar(&ko.Advertise, "advertise", "", "host:port clients are told to connect to (default: the --kafka address); the HTTP API answers to its host too")
 	f.BoolVar(&autoTopic, "auto-create-topics", true, "create a topic when a client asks for metadata of a missing one and allows creation")
 	f.IntVar(&ko.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and of topics created with the default count")
 	f.IntVar(&ko.SocketRequestMaxBytes, "socket-request-max-bytes", 104_857_600, "largest request accepted (Kafka's socket.request.max.bytes); a larger one closes its connection")
