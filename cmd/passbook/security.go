@@ -200,4 +200,3 @@ func (sec *security) start(log *slog.Logger) (stop func()) {
 		close(done)
 	}
 }
-
