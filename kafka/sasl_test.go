@@ -137,8 +137,10 @@ func (x *xdgClient) Begin(user, pass, authzID string) error {
 	return nil
 }
 
-func (x *xdgClient) Step(challenge string) (string, error) { return x.ClientConversation.Step(challenge) }
-func (x *xdgClient) Done() bool                           { return x.ClientConversation.Done() }
+func (x *xdgClient) Step(challenge string) (string, error) {
+	return x.ClientConversation.Step(challenge)
+}
+func (x *xdgClient) Done() bool { return x.ClientConversation.Done() }
 
 func TestSASL_Sarama_SCRAMSHA512_OverTLS(t *testing.T) {
 	set := certs(t, "unused")
