@@ -94,14 +94,14 @@ type authn struct {
 	mu struct {
 		sync.Mutex
 		sessions map[[32]byte]*session // by SHA-256 of the cookie's id
+		order    [][32]byte            // the sessions' keys, oldest first (some ended already)
 	}
 }
 
 type session struct {
-	user      string
-	created   time.Time
-	checked   time.Time // when the user was last seen to exist
-	principal string
+	user    string
+	created time.Time
+	checked time.Time // when the user was last seen to exist
 }
 
 func newAuthn(s *Server) *authn {
@@ -257,29 +257,31 @@ func (a *authn) newSession(user string) (string, error) {
 	}
 	v := base64.RawURLEncoding.EncodeToString(id[:])
 	now := time.Now()
+	k := sha256.Sum256([]byte(v))
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.expireLocked(now)
-	for len(a.mu.sessions) >= maxSessions {
-		var oldest [32]byte
-		var at time.Time
-		for k, s := range a.mu.sessions {
-			if at.IsZero() || s.created.Before(at) {
-				oldest, at = k, s.created
+	// The oldest first: expired ones, then past the limit.
+	for len(a.mu.order) > 0 {
+		old := a.mu.order[0]
+		s, ok := a.mu.sessions[old]
+		if ok && now.Sub(s.created) < sessionLifetime && len(a.mu.sessions) < maxSessions {
+			break
+		}
+		delete(a.mu.sessions, old)
+		a.mu.order = a.mu.order[1:]
+	}
+	a.mu.sessions[k] = &session{user: user, created: now, checked: now}
+	a.mu.order = append(a.mu.order, k)
+	if len(a.mu.order) > 2*maxSessions { // many ended by logout: keep the live ones only
+		live := a.mu.order[:0]
+		for _, k := range a.mu.order {
+			if _, ok := a.mu.sessions[k]; ok {
+				live = append(live, k)
 			}
 		}
-		delete(a.mu.sessions, oldest)
+		a.mu.order = live
 	}
-	a.mu.sessions[sha256.Sum256([]byte(v))] = &session{user: user, created: now, checked: now, principal: auth.User(user)}
 	return v, nil
-}
-
-func (a *authn) expireLocked(now time.Time) {
-	for k, s := range a.mu.sessions {
-		if now.Sub(s.created) >= sessionLifetime {
-			delete(a.mu.sessions, k)
-		}
-	}
 }
 
 // session is the user of a session cookie's value.
