@@ -56,20 +56,22 @@ func chromiumPath() string {
 
 // startBrowser starts headless Chromium with a fresh profile and opens a
 // page of width × height. The test is skipped when Chromium is not
-// installed. Cleanup kills every process of it and checks none is left.
-func startBrowser(t *testing.T, width, height int) *browser {
+// installed. flags are more of its command-line flags. Cleanup kills
+// every process of it and checks none is left.
+func startBrowser(t *testing.T, width, height int, flags ...string) *browser {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
 		t.Skip("skipping the browser test: Chromium is not installed (Debian: apt-get install -y chromium; or set PASSBOOK_CHROMIUM)")
 	}
 	profile := t.TempDir()
-	cmd := exec.Command(path,
+	args := append([]string{
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--user-data-dir="+profile, "--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1",
+		"--user-data-dir=" + profile, "--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1",
 		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--hide-scrollbars",
 		"--force-color-profile=srgb", "--font-render-hinting=none",
-		fmt.Sprintf("--window-size=%d,%d", width, height), "about:blank")
+		fmt.Sprintf("--window-size=%d,%d", width, height)}, flags...)
+	cmd := exec.Command(path, append(args, "about:blank")...)
 	// Its own process group, so that cleanup reaches the renderers too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()

@@ -7,6 +7,7 @@ import {
 } from "./model.js";
 import { rows, maxLag } from "./tape.js";
 import { rateChart, lagChart, setLagData } from "./charts.js";
+import { whoami, needsSignIn, showSignIn, showUser } from "./login.js";
 
 const PAGE = 12;            // partitions per page
 const PAGE_ALONE = 40;      // on a topic's own page
@@ -371,5 +372,22 @@ let resized;
 addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(() => { ui.route = null; schedule(); }, 150); });
 setInterval(schedule, 5000); // "… s ago" stays true when nothing happens
 
-connect(schedule, () => { renderStatus(); if (!state.synced) schedule(); });
-schedule();
+// A server that requires credentials answers 401 until we sign in: the
+// sign-in form then takes the page's place. A stream that fails later
+// (the session expired, the user was deleted) asks again who we are.
+let checking = 0;
+async function checkSignedIn() {
+  if (Date.now() - checking < 3000) return;
+  checking = Date.now();
+  const who = await whoami();
+  if (needsSignIn(who)) showSignIn("Your session has ended; sign in again.");
+}
+
+const who = await whoami();
+showUser(who);
+if (needsSignIn(who)) {
+  showSignIn();
+} else {
+  connect(schedule, () => { renderStatus(); if (!state.synced) schedule(); if (state.failed) checkSignedIn(); });
+  schedule();
+}
