@@ -36,6 +36,7 @@
 //	/api/events, /api/history    the dashboard's live stream and chart history
 //	/metrics                     Prometheus, from a registry the Server owns (Registry)
 //	/healthz, /readyz            liveness, readiness
+//	/api/login, /api/whoami      the dashboard's sign-in (auth.go)
 //	/                            the dashboard: static/, embedded
 //
 // Errors are {"error": {"code", "message", "details"}} with a stable code
@@ -44,9 +45,22 @@
 // lease held elsewhere), 413 too large, 415 wrong content type, and 416
 // for an offset outside [log start, head].
 //
+// # Security
+//
+// guard.go is always on: a page of another origin reaches nothing
+// through the user's browser (421 for a Host the server does not answer
+// to, 403 for a write from another origin, 415 for a simple body without
+// proof of our origin, no CORS unless Options.CORSOrigins). With
+// Options.RequireAuth every /api request needs credentials (auth.go);
+// with Options.Authorizer each endpoint asks Kafka's ACLs (authz.go).
+// docs/http-api.md has the details and the endpoint → ACL table.
+//
 // # Files
 //
 //	server.go     Options, Server, Serve and Shutdown, the route table, JSON in and out
+//	guard.go      browser safety: the Host check (DNS rebinding), cross-origin writes, simple bodies, CORS
+//	auth.go       authentication: HTTP Basic, bearer tokens, the dashboard's sessions (login, logout, whoami)
+//	authz.go      the ACLs each endpoint asks, the filters of lists and of the event stream
 //	limits.go     the connection cap, the stream limits, their log lines
 //	errors.go     the error codes; engine errors → codes and statuses
 //	topics.go     topic endpoints
