@@ -1,6 +1,9 @@
 package batch
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Cursor is a pull-style iterator over the records of one batch at a time,
 // for readers that hand out records one by one (a log reader's Next). It
@@ -18,28 +21,18 @@ type Cursor struct {
 // be checked (see Check). It decompresses the records if needed.
 func (c *Cursor) Reset(b []byte) error {
 	c.data, c.i, c.err = nil, 0, nil
-	h, err := ParseHeader(b)
+	h, data, err := c.d.body(b)
 	if err != nil {
-		return err
-	}
-	if len(b) < h.Size() {
-		return fmt.Errorf("%w: %d bytes, batch needs %d", ErrShort, len(b), h.Size())
-	}
-	c.h = h
-	data := b[HeaderSize:h.Size()]
-	if codec := h.Codec(); codec != None {
-		c.d.raw, err = c.d.inflate.decompress(codec, c.d.raw[:0], data)
-		if err != nil {
-			c.h.RecordCount = 0
-			return fmt.Errorf("%w: %s: %w", ErrCorrupt, codec, err)
-		}
-		data = c.d.raw
-	}
-	if err := checkCount(&c.h, len(data)); err != nil {
+		c.h = h
 		c.h.RecordCount = 0
+		if errors.Is(err, ErrCodec) {
+			// Stored bytes: an unknown codec in a batch that passed its
+			// CRC is corruption (the codec check Records makes).
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
 		return err
 	}
-	c.data = data
+	c.h, c.data = h, data
 	return nil
 }
 
@@ -60,7 +53,7 @@ func (c *Cursor) Next() (rec Record, ok bool) {
 	c.data = c.data[n:]
 	c.i++
 	if c.i == c.h.RecordCount && len(c.data) != 0 {
-		c.err = fmt.Errorf("%w: %d bytes after the last record of batch at offset %d", ErrCorrupt, len(c.data), c.h.BaseOffset)
+		c.err = trailingError(len(c.data), c.h.BaseOffset)
 	}
 	return rec, true
 }

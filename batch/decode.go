@@ -75,35 +75,46 @@ func checkCount(h *Header, n int) error {
 	return nil
 }
 
+// body parses the header of the batch at the start of b, which must
+// already be checked (see Check), and returns it with the batch's records
+// section, decompressed into the Decoder's buffer if the batch is
+// compressed (up to MaxDecompressed). It is the one place the records of
+// a batch are reached: Records, RawRecords and Cursor all start here. An
+// unknown codec is ErrCodec; records that do not decompress, or a record
+// count the bytes cannot hold, are ErrCorrupt.
+func (d *Decoder) body(b []byte) (Header, []byte, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, nil, err
+	}
+	if len(b) < h.Size() {
+		return h, nil, fmt.Errorf("%w: %d bytes, batch needs %d", ErrShort, len(b), h.Size())
+	}
+	data := b[HeaderSize:h.Size()]
+	if c := h.Codec(); c > Zstd {
+		return h, nil, fmt.Errorf("%w %d", ErrCodec, c)
+	} else if c != None {
+		d.inflate.limit = d.MaxDecompressed
+		d.raw, err = d.inflate.decompress(c, d.raw[:0], data)
+		if err != nil {
+			return h, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err)
+		}
+		data = d.raw
+	}
+	if err := checkCount(&h, len(data)); err != nil {
+		return h, nil, err
+	}
+	return h, data, nil
+}
+
 // Records iterates over the records of the batch at the start of b, which
 // must already be checked (see Check). Each Record's byte slices point into
 // b or into the Decoder's buffers and are valid only until the iteration
 // moves on. A decoding error is yielded once, as the last element.
 func (d *Decoder) Records(b []byte) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		h, err := ParseHeader(b)
+		h, data, err := d.body(b)
 		if err != nil {
-			yield(Record{}, err)
-			return
-		}
-		if len(b) < h.Size() {
-			yield(Record{}, fmt.Errorf("%w: %d bytes, batch needs %d", ErrShort, len(b), h.Size()))
-			return
-		}
-		data := b[HeaderSize:h.Size()]
-		if c := h.Codec(); c > Zstd {
-			yield(Record{}, fmt.Errorf("%w %d", ErrCodec, c))
-			return
-		} else if c != None {
-			d.inflate.limit = d.MaxDecompressed
-			d.raw, err = d.inflate.decompress(c, d.raw[:0], data)
-			if err != nil {
-				yield(Record{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err))
-				return
-			}
-			data = d.raw
-		}
-		if err := checkCount(&h, len(data)); err != nil {
 			yield(Record{}, err)
 			return
 		}
@@ -120,9 +131,15 @@ func (d *Decoder) Records(b []byte) iter.Seq2[Record, error] {
 			}
 		}
 		if len(data) != 0 {
-			yield(Record{}, fmt.Errorf("%w: %d bytes after the last record of batch at offset %d", ErrCorrupt, len(data), h.BaseOffset))
+			yield(Record{}, trailingError(len(data), h.BaseOffset))
 		}
 	}
+}
+
+// trailingError reports n bytes after the last record of the batch at
+// base.
+func trailingError(n int, base int64) error {
+	return fmt.Errorf("%w: %d bytes after the last record of batch at offset %d", ErrCorrupt, n, base)
 }
 
 // Records iterates over the records of the batch at the start of b with a

@@ -31,29 +31,8 @@ type RawRecord struct {
 // element.
 func (d *Decoder) RawRecords(b []byte) iter.Seq2[RawRecord, error] {
 	return func(yield func(RawRecord, error) bool) {
-		h, err := ParseHeader(b)
+		h, data, err := d.body(b)
 		if err != nil {
-			yield(RawRecord{}, err)
-			return
-		}
-		if len(b) < h.Size() {
-			yield(RawRecord{}, fmt.Errorf("%w: %d bytes, batch needs %d", ErrShort, len(b), h.Size()))
-			return
-		}
-		data := b[HeaderSize:h.Size()]
-		if c := h.Codec(); c > Zstd {
-			yield(RawRecord{}, fmt.Errorf("%w %d", ErrCodec, c))
-			return
-		} else if c != None {
-			d.inflate.limit = d.MaxDecompressed
-			d.raw, err = d.inflate.decompress(c, d.raw[:0], data)
-			if err != nil {
-				yield(RawRecord{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, c, err))
-				return
-			}
-			data = d.raw
-		}
-		if err := checkCount(&h, len(data)); err != nil {
 			yield(RawRecord{}, err)
 			return
 		}
@@ -70,7 +49,7 @@ func (d *Decoder) RawRecords(b []byte) iter.Seq2[RawRecord, error] {
 			}
 		}
 		if len(data) != 0 {
-			yield(RawRecord{}, fmt.Errorf("%w: %d bytes after the last record of batch at offset %d", ErrCorrupt, len(data), h.BaseOffset))
+			yield(RawRecord{}, trailingError(len(data), h.BaseOffset))
 		}
 	}
 }

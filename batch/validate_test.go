@@ -207,3 +207,83 @@ func TestSetLogAppendTime(t *testing.T) {
 		})
 	}
 }
+
+// TestDecoders_AgreeOnBodies: Records, RawRecords and Cursor reach a
+// batch's records the same way (Decoder.body), so they accept the same
+// batches and refuse the same ones: an unknown codec (ErrCodec, and for
+// the Cursor, which reads stored bytes, ErrCorrupt too), records that do
+// not decompress, a record count the bytes cannot hold.
+func TestDecoders_AgreeOnBodies(t *testing.T) {
+	recs := recordSets()[3].recs
+	good, err := Append(nil, recs, Options{BaseOffset: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gzipped, err := Append(nil, recs, Options{BaseOffset: 10, Codec: Gzip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(b []byte, f func(b []byte)) []byte {
+		b = append([]byte(nil), b...)
+		f(b)
+		return fixCRC(b)
+	}
+	tests := []struct {
+		name string
+		b    []byte
+		want []error // nil: accepted
+	}{
+		{"plain", good, nil},
+		{"gzip", gzipped, nil},
+		{"codec 5", edit(good, func(b []byte) { b[offAttributes+1] |= 5 }), []error{ErrCodec}},
+		{"codec 7", edit(good, func(b []byte) { b[offAttributes+1] |= 7 }), []error{ErrCodec}},
+		{"gzip bytes, no codec", edit(gzipped, func(b []byte) { b[offAttributes+1] &^= 7 }), []error{ErrCorrupt}},
+		{"not gzip", edit(good, func(b []byte) { b[offAttributes+1] |= byte(Gzip) }), []error{ErrCorrupt}},
+		{"count past the bytes", edit(good, func(b []byte) { binary.BigEndian.PutUint32(b[offRecordCount:], 1<<20) }), []error{ErrCorrupt, ErrInvalidRecord}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d Decoder
+			var errs [3]error
+			n := [3]int{}
+			for _, err := range d.Records(tt.b) {
+				if err != nil {
+					errs[0] = err
+					break
+				}
+				n[0]++
+			}
+			for _, err := range d.RawRecords(tt.b) {
+				if err != nil {
+					errs[1] = err
+					break
+				}
+				n[1]++
+			}
+			var c Cursor
+			if errs[2] = c.Reset(tt.b); errs[2] == nil {
+				for _, ok := c.Next(); ok; _, ok = c.Next() {
+					n[2]++
+				}
+				errs[2] = c.Err()
+			}
+			for i, name := range []string{"Records", "RawRecords", "Cursor"} {
+				if tt.want == nil {
+					if errs[i] != nil || n[i] != len(recs) {
+						t.Errorf("%s: %d records, %v; want %d", name, n[i], errs[i], len(recs))
+					}
+					continue
+				}
+				want := tt.want
+				if i == 2 && errors.Is(want[0], ErrCodec) {
+					want = append(want, ErrCorrupt)
+				}
+				for _, w := range want {
+					if !errors.Is(errs[i], w) {
+						t.Errorf("%s: %v, want %v", name, errs[i], w)
+					}
+				}
+			}
+		})
+	}
+}
