@@ -349,8 +349,9 @@ func TestLog_WriteFailure_Recovers(t *testing.T) {
 			if r := mustVerify(t, mem); !r.OK() {
 				t.Fatalf("verify after recovery: %v", r.Problems)
 			}
-			l = mustOpen(t, "/p", &Options{FS: mem, SegmentBytes: 1 << 10})
-			checkRecords(t, l, 0)
+			reopened := mustOpen(t, "/p", &Options{FS: mem, SegmentBytes: 1 << 10})
+			defer reopened.Close()
+			checkRecords(t, reopened, 0)
 		})
 	}
 }

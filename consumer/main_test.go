@@ -1,0 +1,12 @@
+package consumer_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/passbook-log/passbook/internal/leakcheck"
+)
+
+// TestMain fails the package's tests when a goroutine they started is
+// still running after the last one (a consumer's lease renewal, a wait).
+func TestMain(m *testing.M) { os.Exit(leakcheck.Run(m)) }
