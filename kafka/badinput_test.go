@@ -170,8 +170,8 @@ func TestApiVersions_UnknownVersion(t *testing.T) {
 		t.Fatalf("error %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
 	}
 	want := map[int16][2]int16{0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4},
-		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 18: {0, 3}, 19: {2, 7}, 20: {1, 5},
-		22: {0, 4}, 32: {1, 4}, 42: {0, 2}}
+		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 5},
+		22: {0, 4}, 29: {1, 3}, 30: {1, 3}, 31: {1, 3}, 32: {1, 4}, 36: {0, 2}, 42: {0, 2}, 50: {0, 0}, 51: {0, 0}}
 	advertised := len(want)
 	for _, k := range resp.ApiKeys {
 		if w, ok := want[k.ApiKey]; !ok || w != [2]int16{k.MinVersion, k.MaxVersion} {
