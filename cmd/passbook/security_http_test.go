@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/passbook-log/passbook/internal/testcerts"
 )
 
 // httpReq is one request to a served process's HTTP API.
@@ -252,5 +254,43 @@ func waitStatus(t *testing.T, p *servedProc, rq httpReq, status int) {
 			t.Fatalf("%s %s still answered %d %s, want %d", rq.method, rq.path, code, body, status)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Under --tls-cert the HTTP API is HTTPS only, and the sign-in cookie
+// is Secure.
+func TestServe_HTTP_TLS(t *testing.T) {
+	dir := t.TempDir()
+	certs := testcerts.Write(t, t.TempDir(), "client")
+	if _, stderr, code := runBinary(t, dir, "alice-pw\n", "--data", dir, "user", "add", "alice", "--password-stdin"); code != 0 {
+		t.Fatalf("user add: exit %d: %s", code, stderr)
+	}
+	p, _, _ := launchServe(t, dir, 20*time.Second, 15*time.Second, "--tls-cert", certs.CertFile, "--tls-key", certs.KeyFile, "--authorize", "--super-users", "User:alice")
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: certs.ClientConfig(false)}}
+	base := "https://" + p.httpAddr
+	req, _ := http.NewRequest("POST", base+"/api/login", strings.NewReader(`{"user":"alice","password":"alice-pw"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", base)
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if cs := res.Cookies(); res.StatusCode != 200 || len(cs) != 1 || !cs[0].Secure || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("login over TLS: %d %v", res.StatusCode, res.Cookies())
+	}
+	req, _ = http.NewRequest("GET", base+"/api/topics", nil)
+	req.SetBasicAuth("alice", "alice-pw")
+	if res, err := c.Do(req); err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET /api/topics over TLS: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	// Plain HTTP on the same port is not served.
+	if res, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + p.httpAddr + "/api/topics"); err == nil {
+		res.Body.Close()
+		if res.StatusCode == 200 {
+			t.Error("plain HTTP answered 200 on the TLS port")
+		}
 	}
 }
