@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/passbook-log/passbook/acl"
 )
@@ -172,6 +173,34 @@ func (s *Server) eventFilterFor(r *http.Request) *eventFilter {
 	return &eventFilter{s: s, r: r, sent: map[string]bool{}}
 }
 
+// decodedEvent is the last hub message decoded for the filters: the hub
+// sends every subscriber the same bytes, so each is decoded once, not
+// once per subscriber. The filters only read it.
+type decodedEvent struct {
+	mu  sync.Mutex
+	key *byte // the message's first byte
+	n   int
+	u   *update
+}
+
+func (s *Server) decodeEvent(b []byte) (*update, error) {
+	if len(b) == 0 {
+		return nil, errors.New("an empty event")
+	}
+	d := &s.decoded
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.key == &b[0] && d.n == len(b) {
+		return d.u, nil
+	}
+	var u update
+	if err := json.Unmarshal(b, &u); err != nil {
+		return nil, err
+	}
+	d.key, d.n, d.u = &b[0], len(b), &u
+	return &u, nil
+}
+
 // errResubscribe ends a filtered stream that must start again.
 var errResubscribe = errors.New("the principal's view changed: reconnect for a new snapshot")
 
@@ -181,8 +210,8 @@ func (f *eventFilter) filter(b []byte) ([]byte, error) {
 	if f == nil {
 		return b, nil
 	}
-	var u update
-	if err := json.Unmarshal(b, &u); err != nil {
+	u, err := f.s.decodeEvent(b)
+	if err != nil {
 		return nil, err
 	}
 	visible := map[string]bool{}
@@ -217,8 +246,17 @@ func (f *eventFilter) filter(b []byte) ([]byte, error) {
 			out.RemovedTopics = append(out.RemovedTopics, name)
 		}
 	}
+	groups := map[string]bool{}
 	group := func(consumer, topic string) bool {
-		return f.sent[topic] && f.s.allowed(f.r, acl.Describe, acl.Group, consumer)
+		if !f.sent[topic] {
+			return false
+		}
+		v, ok := groups[consumer]
+		if !ok {
+			v = f.s.allowed(f.r, acl.Describe, acl.Group, consumer)
+			groups[consumer] = v
+		}
+		return v
 	}
 	for _, g := range u.Groups {
 		if group(g.Consumer, g.Topic) {

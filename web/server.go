@@ -245,6 +245,8 @@ type Server struct {
 	limits *streamLimiter
 	guard  *guard
 	authn  *authn
+	// decoded is the last dashboard event decoded for the ACL filters.
+	decoded decodedEvent
 	// The limits' log lines, at most one a minute each.
 	connLog, evictLog, streamLog, clientLog, timeoutLog *limitLog
 
