@@ -545,3 +545,31 @@ func TestAuthz_Anonymous(t *testing.T) {
 	e.grant(auth.Anonymous, acl.Describe, acl.Topic, "orders")
 	e.want(e.get("/api/topics/orders"), 200, "")
 }
+
+// Two dashboards of two principals, on one hub: each sees only its own.
+func TestAuthz_EventsPerPrincipal(t *testing.T) {
+	e := newAuthEnv(t, true, nil)
+	orders, secret := e.createTopic("orders", 1), e.createTopic("secret", 1)
+	e.grant("User:alice", acl.Describe, acl.Topic, "orders")
+	e.grant("User:bob", acl.Describe, acl.Topic, "secret")
+	streams := map[string]*sseClient{
+		"orders": e.openSSE("/api/events", basic("alice", "alice-pw")),
+		"secret": e.openSSE("/api/events", basic("bob", "bob-pw")),
+	}
+	for range 3 {
+		fill(t, orders, 0, 1)
+		fill(t, secret, 0, 1)
+		for own, sse := range streams {
+			other := map[string]string{"orders": "secret", "secret": "orders"}[own]
+			for {
+				ev := sse.next(t, 10*time.Second)
+				if strings.Contains(ev.data, `"`+other+`"`) {
+					t.Fatalf("the %s stream shows %s: %s", own, other, ev.data)
+				}
+				if strings.Contains(ev.data, `"name":"`+own+`"`) {
+					break
+				}
+			}
+		}
+	}
+}
