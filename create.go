@@ -2,9 +2,9 @@ package passbook
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync"
 
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/storage"
 )
 
@@ -46,11 +46,11 @@ type openedPartition struct {
 }
 
 // openPartitions opens (or creates) the c.Partitions partitions of the
-// topic name in dir, several at a time: each Open spends most of its time
+// topic name, several at a time: each Open spends most of its time
 // waiting for fsyncs (of its directory, active segment and checkpoint),
 // which a disk serves side by side. 10,000 partitions opened one by one
 // took about a minute.
-func (db *DB) openPartitions(dir, name string, c TopicConfig, d storage.Durability) []openedPartition {
+func (db *DB) openPartitions(name string, c TopicConfig, d storage.Durability) []openedPartition {
 	out := make([]openedPartition, c.Partitions)
 	parallel(c.Partitions, func(p int) {
 		o := c.storageOptions()
@@ -58,7 +58,7 @@ func (db *DB) openPartitions(dir, name string, c TopicConfig, d storage.Durabili
 		// The data directory's LOCK covers the partitions: none
 		// holds a lock file (and a descriptor) of its own.
 		o.Files, o.CallerLocked = db.files, true
-		out[p].l, out[p].err = storage.Open(filepath.Join(dir, fmt.Sprint(p)), &o)
+		out[p].l, out[p].err = storage.Open(layout.PartitionDir(db.dir, name, p), &o)
 	})
 	return out
 }

@@ -7,13 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/passbook-log/passbook/vfs"
@@ -22,8 +22,8 @@ import (
 // Options configure a DB. A nil or zero Options is valid.
 type Options struct {
 	// Durability is the default for topics that do not set their own
-	// (default storage.InOS: an append survives the process being killed).
-	Durability storage.Durability
+	// (default InOS: an append survives the process being killed).
+	Durability Durability
 	// Offsets configures the offset store (default: synchronous NORMAL,
 	// a commit survives the process being killed).
 	Offsets offsets.Options
@@ -124,7 +124,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	// MkdirAll may create the data directory, and parents: their new
 	// entries must survive a power loss like everything under them (the
 	// partitions sync only their own).
-	topics := filepath.Join(dir, "topics")
+	topics := layout.TopicsDir(dir)
 	top := topics // the highest directory MkdirAll creates
 	for p := filepath.Dir(top); p != top; p = filepath.Dir(top) {
 		if _, err := db.fs.Stat(p); err == nil {
@@ -148,9 +148,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 // openExisting is Open with Options.NoCreate.
 func (db *DB) openExisting() (*DB, error) {
-	for _, name := range []string{"topics", "offsets.db"} {
+	for _, name := range []string{layout.Topics, layout.Offsets} {
 		if _, err := db.fs.Stat(filepath.Join(db.dir, name)); errors.Is(err, fs.ErrNotExist) {
-			if name == "topics" {
+			if name == layout.Topics {
 				return nil, fmt.Errorf("%w at %s", ErrNoDataDir, db.dir)
 			}
 			return nil, fmt.Errorf("%w at %s (it has topics/ but no offsets.db)", ErrNoDataDir, db.dir)
@@ -165,7 +165,7 @@ func (db *DB) openExisting() (*DB, error) {
 // topic.
 func (db *DB) load() (*DB, error) {
 	dir, o := db.dir, db.o
-	lock, err := db.fs.Lock(filepath.Join(dir, "LOCK"))
+	lock, err := db.fs.Lock(layout.LockFile(dir))
 	if err != nil {
 		var le *vfs.LockedError
 		if errors.As(err, &le) {
@@ -173,7 +173,7 @@ func (db *DB) load() (*DB, error) {
 		}
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, fmt.Errorf("passbook: data directory %s is not writable by this user: every command that opens it takes its lock (%s) and may recover a crashed partition, even to read; run as the directory's owner, or copy it (cp -a) and use the copy (passbook dump reads segment files without opening the directory): %w",
-				dir, filepath.Join(dir, "LOCK"), err)
+				dir, layout.LockFile(dir), err)
 		}
 		return nil, fmt.Errorf("passbook: open %s: %w", dir, err)
 	}
@@ -187,17 +187,17 @@ func (db *DB) load() (*DB, error) {
 			o.Logger.Error("offset store unavailable: every commit is refused until a restart", "err", err)
 		}
 	}
-	if db.offsets, err = offsets.Open(filepath.Join(dir, "offsets.db"), &oo); err != nil {
+	if db.offsets, err = offsets.Open(layout.OffsetsFile(dir), &oo); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("passbook: open offset store: %w", err)
 	}
-	names, err := db.fs.ReadDir(filepath.Join(dir, "topics"))
+	names, err := db.fs.ReadDir(layout.TopicsDir(dir))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("passbook: list topics: %w", err)
 	}
 	for _, name := range names {
-		_, err := db.fs.Stat(filepath.Join(db.topicDir(name), "topic.json"))
+		_, err := db.fs.Stat(layout.TopicConfig(db.dir, name))
 		if ValidTopicName(name) != nil || errors.Is(err, fs.ErrNotExist) {
 			// A deletion or creation that a crash interrupted.
 			if o.NoCreate {
@@ -205,7 +205,7 @@ func (db *DB) load() (*DB, error) {
 				continue
 			}
 			o.Logger.Warn("removing unfinished topic directory", "dir", db.topicDir(name))
-			if err := removeAll(db.fs, db.topicDir(name)); err != nil {
+			if err := vfs.RemoveAll(db.fs, db.topicDir(name)); err != nil {
 				db.Close()
 				return nil, fmt.Errorf("passbook: remove %s: %w", db.topicDir(name), err)
 			}
@@ -324,7 +324,7 @@ func (db *DB) Dir() string { return db.dir }
 // Offsets is the committed-offset store.
 func (db *DB) Offsets() *offsets.SQLite { return db.offsets }
 
-func (db *DB) topicDir(name string) string { return filepath.Join(db.dir, "topics", name) }
+func (db *DB) topicDir(name string) string { return layout.TopicDir(db.dir, name) }
 
 // openTopic opens an existing topic, or creates one with ID id when cfg
 // is non-nil.
@@ -341,7 +341,7 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 			return nil, fmt.Errorf("passbook: create topic %s: %w", name, err)
 		}
 	} else {
-		b, err := readAll(db.fs, filepath.Join(dir, "topic.json"))
+		b, err := vfs.ReadFile(db.fs, filepath.Join(dir, layout.TopicFile))
 		if err != nil {
 			return nil, fmt.Errorf("passbook: open topic %s: %w", name, err)
 		}
@@ -362,7 +362,7 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 	t := &Topic{name: name, cfg: c, id: id, idNew: newID}
 	if cfg == nil && db.o.NoCreate {
 		for p := range c.Partitions {
-			if _, err := db.fs.Stat(filepath.Join(dir, fmt.Sprint(p))); err != nil {
+			if _, err := db.fs.Stat(layout.PartitionDir(db.dir, name, p)); err != nil {
 				return nil, fmt.Errorf("passbook: open topic %s: partition %d: %w (passbook verify says more)", name, p, err)
 			}
 		}
@@ -371,7 +371,7 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 	if d == storage.DefaultDurability {
 		d = db.o.Durability
 	}
-	opened := db.openPartitions(dir, name, c, d)
+	opened := db.openPartitions(name, c, d)
 	for p, op := range opened {
 		l, err := op.l, op.err
 		if err != nil && cfg == nil {
@@ -396,7 +396,7 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 		// is a creation that did not finish, and Open removes it. A topic
 		// from before topic IDs: its ID is made once, here, and a crash
 		// before the rename leaves topic.json as it was.
-		if err := writeFileSynced(db.fs, dir, "topic.json", encodeTopic(c, id)); err != nil {
+		if err := vfs.WriteFileAtomic(db.fs, dir, layout.TopicFile, encodeTopic(c, id)); err != nil {
 			t.close()
 			if cfg == nil {
 				return nil, fmt.Errorf("passbook: open topic %s: give it a topic ID: %w", name, err)
@@ -570,7 +570,7 @@ func (db *DB) DeleteTopic(ctx context.Context, name string) error {
 	if err := db.fs.SyncDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("passbook: delete topic %s: %w", name, err)
 	}
-	if err := removeAll(db.fs, trash); err != nil {
+	if err := vfs.RemoveAll(db.fs, trash); err != nil {
 		db.o.Logger.Warn("removing deleted topic files", "dir", trash, "err", err)
 	}
 	if _, err := db.offsets.UnbindTopic(ctx, name); err != nil {
@@ -601,63 +601,4 @@ func (db *DB) Close() error {
 	}
 	errs = append(errs, db.lock.Close())
 	return errors.Join(errs...)
-}
-
-func removeAll(fsys vfs.FS, dir string) error {
-	names, err := fsys.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if fi, err := fsys.Stat(p); err == nil && fi.IsDir() {
-			if err := removeAll(fsys, p); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := fsys.Remove(p); err != nil {
-			return err
-		}
-	}
-	return fsys.Remove(dir)
-}
-
-// writeFileSynced writes dir/name whole or not at all: through name.tmp,
-// fsync'd and renamed over it, then the directory fsync'd. A failed or
-// torn write leaves no name to misread (found by cmd/torture: a failed
-// write of topic.json made Open refuse the data directory).
-func writeFileSynced(fsys vfs.FS, dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return fsys.SyncDir(dir)
-}
-
-func readAll(fsys vfs.FS, name string) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
 }

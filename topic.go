@@ -23,6 +23,22 @@ type Record = batch.Record
 // Header is one key/value header of a Record.
 type Header = batch.RecordHeader
 
+// Durability says what a returned append promises: storage.Durability,
+// named here so that an application sets a topic's without importing the
+// engine.
+type Durability = storage.Durability
+
+// The durabilities; see storage.Durability.
+const (
+	DefaultDurability = storage.DefaultDurability // the topic's, or the DB's
+	InOS              = storage.InOS              // survives the process being killed, not a power loss
+	Fsync             = storage.Fsync             // fsync'd before the append returns (group commit)
+	Interval          = storage.Interval          // like InOS; an fsync every SyncInterval
+)
+
+// ParseDurability parses "os", "fsync" or "interval".
+func ParseDurability(s string) (Durability, error) { return storage.ParseDurability(s) }
+
 // Cleanup policies.
 const (
 	CleanupDelete        = "delete"
@@ -32,13 +48,13 @@ const (
 
 // TopicConfig is a topic's settings. Zero fields take the defaults noted.
 type TopicConfig struct {
-	Partitions     int                // default 1
-	RetentionAge   time.Duration      // delete segments older than this; 0 keeps forever
-	RetentionBytes int64              // per partition; 0 means no limit
-	SegmentBytes   int64              // default 128 MiB
-	SegmentAge     time.Duration      // default 7 days
-	MaxRecordBytes int                // default 1 MiB
-	Durability     storage.Durability // default: the DB's
+	Partitions     int           // default 1
+	RetentionAge   time.Duration // delete segments older than this; 0 keeps forever
+	RetentionBytes int64         // per partition; 0 means no limit
+	SegmentBytes   int64         // default 128 MiB
+	SegmentAge     time.Duration // default 7 days
+	MaxRecordBytes int           // default 1 MiB
+	Durability     Durability    // default: the DB's
 	// CleanupPolicy is delete (the default: retention deletes old
 	// segments), compact (every record needs a key; a cleaner keeps the
 	// newest record of each key, and retention is off, as in Kafka) or

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/passbook-log/passbook/vfs"
@@ -131,12 +132,12 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 	if repair {
 		verb = "repair"
 	}
-	if _, err := o.FS.Stat(filepath.Join(dir, "topics")); errors.Is(err, fs.ErrNotExist) {
+	if _, err := o.FS.Stat(layout.TopicsDir(dir)); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s", ErrNoDataDir, dir)
 	} else if err != nil {
 		return nil, fmt.Errorf("passbook: %s %s: not a data directory: %w", verb, dir, err)
 	}
-	lock, err := o.FS.Lock(filepath.Join(dir, "LOCK"))
+	lock, err := o.FS.Lock(layout.LockFile(dir))
 	if err != nil {
 		var le *vfs.LockedError
 		if errors.As(err, &le) {
@@ -144,7 +145,7 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 		}
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, fmt.Errorf("passbook: %s %s: the data directory is not writable by this user: %s takes its lock (%s) so that no process writes while it reads; run as the directory's owner, or copy it (cp -a) and %s the copy: %w",
-				verb, dir, verb, filepath.Join(dir, "LOCK"), verb, err)
+				verb, dir, verb, layout.LockFile(dir), verb, err)
 		}
 		return nil, fmt.Errorf("passbook: %s %s: %w", verb, dir, err)
 	}
@@ -191,7 +192,7 @@ func check(dir string, opts *CheckOptions, repair bool) (*CheckReport, error) {
 		r.Partitions = append(r.Partitions, pc)
 		heads[pd.topic][pd.p] = extent.Head
 	}
-	checkOffsets(o.FS, o.OffsetsFS, filepath.Join(dir, "offsets.db"), heads, r, repair, o.DryRun)
+	checkOffsets(o.FS, o.OffsetsFS, layout.OffsetsFile(dir), heads, r, repair, o.DryRun)
 	checkStoreIdentity(o.FS, o.OffsetsFS, dir, r)
 	return r, nil
 }
@@ -204,9 +205,9 @@ type topicIDOnDisk struct{ name, id string }
 // is missing, unreadable or without an ID is left out.
 func topicIDsOnDisk(fsys vfs.FS, dir string) []topicIDOnDisk {
 	var out []topicIDOnDisk
-	names, _ := fsys.ReadDir(filepath.Join(dir, "topics"))
+	names, _ := fsys.ReadDir(layout.TopicsDir(dir))
 	for _, name := range names {
-		b, err := readAll(fsys, filepath.Join(dir, "topics", name, "topic.json"))
+		b, err := vfs.ReadFile(fsys, layout.TopicConfig(dir, name))
 		var tf topicFile
 		if err == nil && unmarshalTopic(b, &tf) == nil && tf.ID != "" {
 			out = append(out, topicIDOnDisk{name, tf.ID})
@@ -228,7 +229,7 @@ func checkStoreIdentity(fsys, offsetsFS vfs.FS, dir string, r *CheckReport) {
 	if len(withIDs) == 0 {
 		return
 	}
-	path := filepath.Join(dir, "offsets.db")
+	path := layout.OffsetsFile(dir)
 	lost := func(what string) {
 		r.Problems = append(r.Problems, storage.Problem{Kind: ProblemOffsetStore, File: path, Pos: -1,
 			Detail: fmt.Sprintf("%s, but topics %s were bound in one: it was deleted, replaced or truncated, and every committed offset is lost (restore it from a backup to get them back; otherwise consumers start where their reset policy says)",
@@ -247,19 +248,19 @@ func checkStoreIdentity(fsys, offsetsFS vfs.FS, dir string, r *CheckReport) {
 // noting and reporting what Open would refuse or clean up, and the number
 // of partitions of each topic.
 func listPartitions(fsys vfs.FS, dir string, r *CheckReport) ([]partDir, map[string]int, error) {
-	names, err := fsys.ReadDir(filepath.Join(dir, "topics"))
+	names, err := fsys.ReadDir(layout.TopicsDir(dir))
 	if err != nil {
 		return nil, nil, err
 	}
 	var parts []partDir
 	counts := map[string]int{}
 	for _, name := range names {
-		tdir := filepath.Join(dir, "topics", name)
+		tdir := layout.TopicDir(dir, name)
 		if ValidTopicName(name) != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s is not a topic (a deletion or creation a crash interrupted: Open removes it)", tdir))
 			continue
 		}
-		b, err := readAll(fsys, filepath.Join(tdir, "topic.json"))
+		b, err := vfs.ReadFile(fsys, layout.TopicConfig(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s has no topic.json (a creation a crash interrupted: Open removes it)", tdir))
 			continue
@@ -272,14 +273,14 @@ func listPartitions(fsys vfs.FS, dir string, r *CheckReport) ([]partDir, map[str
 			err = tf.Config.validate()
 		}
 		if err != nil {
-			r.Problems = append(r.Problems, storage.Problem{Kind: ProblemTopic, File: filepath.Join(tdir, "topic.json"), Pos: -1, Detail: err.Error() + "; Open refuses the data directory"})
+			r.Problems = append(r.Problems, storage.Problem{Kind: ProblemTopic, File: layout.TopicConfig(dir, name), Pos: -1, Detail: err.Error() + "; Open refuses the data directory"})
 			continue
 		}
 		r.Topics++
 		counts[name] = tf.Config.Partitions
 		entries, _ := fsys.ReadDir(tdir)
 		for p := range tf.Config.Partitions {
-			pdir := filepath.Join(tdir, strconv.Itoa(p))
+			pdir := layout.PartitionDir(dir, name, p)
 			if !slices.Contains(entries, strconv.Itoa(p)) {
 				r.Problems = append(r.Problems, storage.Problem{Kind: ProblemTopic, File: pdir, Pos: -1,
 					Detail: fmt.Sprintf("partition %d of topic %s is missing: Open would create it empty and reuse its offsets", p, name)})

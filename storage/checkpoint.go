@@ -3,11 +3,8 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/passbook-log/passbook/vfs"
@@ -61,7 +58,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 // readCheckpoint reads dir's checkpoint. A missing one is the zero
 // checkpoint: nothing known to be synced, not clean.
 func readCheckpoint(fsys vfs.FS, dir string) (checkpoint, error) {
-	b, err := readFile(fsys, filepath.Join(dir, checkpointFile))
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, checkpointFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return checkpoint{}, nil
 	}
@@ -77,42 +74,5 @@ func readCheckpoint(fsys vfs.FS, dir string) (checkpoint, error) {
 
 // writeCheckpoint replaces dir's checkpoint atomically.
 func writeCheckpoint(fsys vfs.FS, dir string, c checkpoint) error {
-	return writeFileAtomic(fsys, dir, checkpointFile, c.encode())
-}
-
-// writeFileAtomic writes name in dir through a temporary file: write,
-// fsync, rename, fsync the directory.
-func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", name, err)
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("rename %s: %w", name, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	return nil
-}
-
-func readFile(fsys vfs.FS, name string) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
+	return vfs.WriteFileAtomic(fsys, dir, checkpointFile, c.encode())
 }

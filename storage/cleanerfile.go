@@ -94,7 +94,7 @@ func decodeCleaner(b []byte) (cleanerState, error) {
 
 // readCleaner reads dir's CLEANER; a missing one is the zero state.
 func readCleaner(fsys vfs.FS, dir string) (cleanerState, error) {
-	b, err := readFile(fsys, filepath.Join(dir, cleanerFile))
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, cleanerFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return cleanerState{}, nil
 	}
@@ -114,12 +114,12 @@ func readCleaner(fsys vfs.FS, dir string) (cleanerState, error) {
 // The caller holds cleanMu.
 func (l *Log) writeCleanerLocked(c cleanerState) error {
 	if !l.format2 {
-		if err := writeFileAtomic(l.fs, l.dir, formatFile, []byte(formatLine2)); err != nil {
+		if err := vfs.WriteFileAtomic(l.fs, l.dir, formatFile, []byte(formatLine2)); err != nil {
 			return err
 		}
 		l.format2 = true
 	}
-	if err := writeFileAtomic(l.fs, l.dir, cleanerFile, c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, cleanerFile, c.encode()); err != nil {
 		return err
 	}
 	l.clean.state = c

@@ -142,7 +142,7 @@ func (l *Log) prepareDir() error {
 		return fmt.Errorf("storage: open %s: %w", l.dir, err)
 	}
 	if slices.Contains(names, formatFile) {
-		b, err := readFile(l.fs, filepath.Join(l.dir, formatFile))
+		b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, formatFile))
 		if err != nil {
 			return fmt.Errorf("storage: open %s: %w", l.dir, err)
 		}
@@ -166,7 +166,7 @@ func (l *Log) prepareDir() error {
 	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
 		return fmt.Errorf("storage: create %s: %w", l.dir, err)
 	}
-	return writeFileAtomic(l.fs, l.dir, formatFile, []byte(formatLine))
+	return vfs.WriteFileAtomic(l.fs, l.dir, formatFile, []byte(formatLine))
 }
 
 func (l *Log) segments() []*segment { return *l.segs.Load() }

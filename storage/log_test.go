@@ -171,7 +171,7 @@ func TestOpen_NotAPartition(t *testing.T) {
 		t.Fatalf("Open = %v, want ErrNotPartition", err)
 	}
 	fsys.MkdirAll("/e", 0o755)
-	writeFileAtomic(fsys, "/e", formatFile, []byte("passbook-partition 9\n"))
+	vfs.WriteFileAtomic(fsys, "/e", formatFile, []byte("passbook-partition 9\n"))
 	if _, err := Open("/e", &Options{FS: fsys}); !errors.Is(err, ErrFormatVersion) {
 		t.Fatalf("Open = %v, want ErrFormatVersion", err)
 	}

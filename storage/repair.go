@@ -218,7 +218,7 @@ func (rp *repairPlan) run(ps *partitionScan, rep *RepairReport) error {
 			if err := rp.rename(cleanerFile, asideCorrupt); err != nil {
 				return err
 			}
-			return writeFileAtomic(rp.fs, rp.dir, cleanerFile, st.encode())
+			return vfs.WriteFileAtomic(rp.fs, rp.dir, cleanerFile, st.encode())
 		}); err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func (rp *repairPlan) run(ps *partitionScan, rep *RepairReport) error {
 			line = formatLine2
 		}
 		if err := rp.do(RepairAction{What: "create", File: rp.path(formatFile), Detail: "the partition's FORMAT file was missing"}, func() error {
-			return writeFileAtomic(rp.fs, rp.dir, formatFile, []byte(line))
+			return vfs.WriteFileAtomic(rp.fs, rp.dir, formatFile, []byte(line))
 		}); err != nil {
 			return err
 		}
@@ -431,7 +431,7 @@ func (rp *repairPlan) completeSwap(ps *partitionScan) error {
 		}
 		st := g.state
 		st.swapBase, st.swapEnd = 0, 0
-		return writeFileAtomic(rp.fs, rp.dir, cleanerFile, st.encode())
+		return vfs.WriteFileAtomic(rp.fs, rp.dir, cleanerFile, st.encode())
 	})
 }
 

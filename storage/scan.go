@@ -43,6 +43,10 @@ type SegmentBatch struct {
 // Damaged reports whether the stretch is damage rather than a batch.
 func (b SegmentBatch) Damaged() bool { return b.Err != nil }
 
+// SegmentFile is the name of the segment file (the .log) whose first
+// batch has base offset base, as in 00000000000000051234.log.
+func SegmentFile(base int64) string { return segmentName(base, ".log") }
+
 // SegmentBase returns the base offset that a segment file's name says,
 // as in 00000000000000051234.log (or .index, .timeindex).
 func SegmentBase(path string) (int64, bool) {
@@ -346,7 +350,7 @@ func (sc *segScanner) validAt(pos int64) (bool, error) {
 // may skip offsets (see the package doc's gap rule).
 func mayBeCleaned(fsys vfs.FS, path string, base int64) bool {
 	dir := filepath.Dir(path)
-	format, err := readFile(fsys, filepath.Join(dir, formatFile))
+	format, err := vfs.ReadFile(fsys, filepath.Join(dir, formatFile))
 	if err != nil {
 		return false
 	}

@@ -198,7 +198,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		ps.refusing[len(r.Problems)] = true
 		problem(p)
 	}
-	format, err := readFile(fsys, filepath.Join(dir, formatFile))
+	format, err := vfs.ReadFile(fsys, filepath.Join(dir, formatFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, ".log") }) {

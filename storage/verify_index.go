@@ -75,7 +75,7 @@ func (x *indexCheck) read(fsys vfs.FS, path string, entry int) ([]byte, bool) {
 	if entry == timeEntrySize {
 		kind = ProblemTimeIndex
 	}
-	b, err := readFile(fsys, path)
+	b, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, true
 	}

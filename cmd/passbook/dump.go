@@ -15,6 +15,7 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/passbook-log/passbook/vfs"
@@ -66,11 +67,11 @@ reads: it works on a data directory a server has open, too.`,
 			if err := passbook.ValidTopicName(args[0]); err != nil {
 				return usageError{fmt.Errorf("%w (or no such file)", err)}
 			}
-			if _, err := os.Stat(filepath.Join(e.data, "topics")); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(layout.TopicsDir(e.data)); errors.Is(err, fs.ErrNotExist) {
 				return noDataDirHint(fmt.Errorf("%w at %s", passbook.ErrNoDataDir, e.data))
 			}
-			dir := filepath.Join(e.data, "topics", args[0], strconv.Itoa(int(partition)))
-			if _, err := os.Stat(filepath.Join(e.data, "topics", args[0], "topic.json")); err != nil {
+			dir := layout.PartitionDir(e.data, args[0], int(partition))
+			if _, err := os.Stat(layout.TopicConfig(e.data, args[0])); err != nil {
 				return fmt.Errorf("%w: %s in %s", passbook.ErrUnknownTopic, args[0], e.data)
 			}
 			names, err := os.ReadDir(dir)
@@ -94,7 +95,7 @@ reads: it works on a data directory a server has open, too.`,
 				if i+1 < len(bases) && bases[i+1] <= from {
 					continue // wholly before --from
 				}
-				if err := d.file(filepath.Join(dir, fmt.Sprintf("%020d.log", b)), b); err != nil {
+				if err := d.file(filepath.Join(dir, storage.SegmentFile(b)), b); err != nil {
 					return err
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/storage"
 )
 
@@ -207,9 +208,9 @@ func (e *env) readAcross(v logView, p int32, lg *ledger, t *tally, changed *bool
 func (e *env) flip(dir, target string) (file string, pos int64) {
 	var candidates []string
 	if target == "offsets" {
-		candidates = []string{filepath.Join(dir, "offsets.db")}
+		candidates = []string{layout.OffsetsFile(dir)}
 	} else {
-		pdirs, _ := filepath.Glob(filepath.Join(dir, "topics", topicName, "*"))
+		pdirs, _ := filepath.Glob(filepath.Join(layout.TopicDir(dir, topicName), "*"))
 		for _, pd := range pdirs {
 			logs, _ := filepath.Glob(filepath.Join(pd, "*.log"))
 			slices.Sort(logs)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/kafka"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/vfs"
@@ -393,7 +393,7 @@ func (e *env) powerLossKafka() (t tally) {
 // repairAfterPowerLoss runs passbook repair on dir and counts the
 // committed offsets it finds past their partition's head.
 func (e *env) repairAfterPowerLoss(dir string, fsys vfs.FS, lg *ledger, t *tally) {
-	if _, err := fsys.Stat(filepath.Join(dir, "topics")); err != nil && lg.ackCount() == 0 {
+	if _, err := fsys.Stat(layout.TopicsDir(dir)); err != nil && lg.ackCount() == 0 {
 		return // the fault struck before the data directory was made
 	}
 	r, err := passbook.Repair(dir, checkOptions(dir, fsys))

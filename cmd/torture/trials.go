@@ -13,6 +13,7 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/vfs"
 )
@@ -124,7 +125,7 @@ func checkOptions(dir string, fsys vfs.FS) *passbook.CheckOptions {
 	if fsys == nil || fsys == vfs.OS() {
 		return o
 	}
-	if _, err := fsys.Stat(filepath.Join(dir, "offsets.db")); err == nil {
+	if _, err := fsys.Stat(layout.OffsetsFile(dir)); err == nil {
 		o.OffsetsFS = fsys
 	}
 	return o
