@@ -22,6 +22,8 @@ func newConsumeCmd(e *env) *cobra.Command {
 		max                               int64
 		follow                            bool
 		partitions                        []int32
+		session                           time.Duration
+		b                                 *brokerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC --consumer NAME",
@@ -85,6 +87,19 @@ input: exit 2, nothing read or committed.`,
 			if max < 0 {
 				return usagef("--max %d: must not be negative", max)
 			}
+			if ok, err := b.remote(cmd); err != nil {
+				return err
+			} else if ok {
+				if session < time.Second || session > time.Hour {
+					return usagef("--session-timeout %s: want 1s to 1h", session)
+				}
+				return remoteConsume(cmd.Context(), e, b, args[0], &consumeOpts{
+					name: name, format: format, start: start, mode: mode, everyN: int64(everyN), everyD: everyD,
+					gap: gap, max: max, follow: follow, partitions: partitions, sessionTimeout: session,
+				})
+			} else if cmd.Flags().Changed("session-timeout") {
+				return usagef("--session-timeout applies only with --brokers (a consumer group's session)")
+			}
 			db, t, err := e.topic(args[0])
 			if err != nil {
 				return err
@@ -137,22 +152,12 @@ input: exit 2, nothing read or committed.`,
 				}
 			}
 			bar.finish(err)
-			interrupted := errors.Is(err, context.Canceled)
-			if err != nil && !interrupted {
-				return err
-			}
-			how := ""
-			if interrupted {
-				// Ctrl-C or SIGTERM: what was written is committed; main
-				// prints no error for it and exits 130 or 143.
-				how = " (interrupted)"
-			}
-			el := time.Since(began)
-			fmt.Fprintf(e.stderr, "consumed %s records from %s as %s in %s%s\n", thousands.Int(out.written), t.Name(), name, el.Round(time.Millisecond), how)
-			return err
+			return consumeSummary(e, out, t.Name(), name, began, err)
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	f := cmd.Flags()
+	f.DurationVar(&session, "session-timeout", 10*time.Second, "with --brokers: how long the consumer group waits for this consumer when it stops answering (a kill -9) before giving its partitions to another (Kafka's session.timeout.ms)")
 	f.StringVar(&name, "consumer", "", "consumer name (required): whose committed offset to use and move")
 	f.StringVar(&from, "from", "earliest", "where to start with nothing committed: earliest, latest, an offset, or an RFC 3339 time")
 	f.StringVar(&commit, "commit", "after", "when to commit, relative to writing each 64 KiB buffer: after (at-least-once), before (at-most-once), every=N, every=DURATION or none")
@@ -162,6 +167,29 @@ input: exit 2, nothing read or committed.`,
 	f.StringVar(&onGap, "on-gap", "fail", "if retention deleted records never read: fail, reset-earliest or reset-latest")
 	f.Int32SliceVar(&partitions, "partition", nil, "read only these partitions (default all)")
 	return cmd
+}
+
+// committer commits a consumer's positions: a *consumer.Consumer on a
+// data directory, a *kafkaConsumer over Kafka.
+type committer interface {
+	Commit(ctx context.Context) error
+}
+
+// consumeSummary ends a consume: the summary line on stderr, and err
+// (Ctrl-C or SIGTERM: what was written is committed; main prints no
+// error for it and exits 130 or 143).
+func consumeSummary(e *env, out *output, topic, name string, began time.Time, err error) error {
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return err
+	}
+	how := ""
+	if interrupted {
+		how = " (interrupted)"
+	}
+	el := time.Since(began)
+	fmt.Fprintf(e.stderr, "consumed %s records from %s as %s in %s%s\n", thousands.Int(out.written), topic, name, el.Round(time.Millisecond), how)
+	return err
 }
 
 // outputBuffer is how much consume gathers before a write to stdout.
@@ -175,7 +203,7 @@ const outputBuffer = 64 << 10
 // lines in the buffer.
 type output struct {
 	w      io.Writer
-	c      *consumer.Consumer
+	c      committer
 	mode   consumer.Commit
 	everyN int64         // CommitEvery by count
 	everyD time.Duration // CommitEvery by time

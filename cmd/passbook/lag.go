@@ -21,11 +21,16 @@ func noSuchConsumer(ctx context.Context, db *passbook.DB, name, topic string) er
 	if err != nil {
 		return err
 	}
+	return noSuchConsumerAmong(name, topic, consumerNames(all))
+}
+
+// noSuchConsumerAmong is noSuchConsumer's error given the names of the
+// consumers that have committed (on topic, if given).
+func noSuchConsumerAmong(name, topic string, known []string) error {
 	where := ""
 	if topic != "" {
 		where = " on topic " + topic
 	}
-	known := consumerNames(all)
 	if len(known) == 0 {
 		return fmt.Errorf("no consumer named %s: no consumer has committed an offset%s", name, where)
 	}
@@ -47,6 +52,7 @@ func consumerNames(entries []offsets.Entry) []string {
 func newLagCmd(e *env) *cobra.Command {
 	var name, topic string
 	var asJSON bool
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "lag",
 		Short: "Show how far each consumer is behind the head, per partition",
@@ -67,6 +73,12 @@ partition, committed (the next offset to read; -1: nothing committed),
 start (the log start offset), head, lag and missed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteLag(cmd.Context(), e, b, name, topic, asJSON)
+			}
 			db, err := e.open()
 			if err != nil {
 				return err
@@ -107,31 +119,37 @@ start (the log start offset), head, lag and missed.`,
 				}
 				rows = append(rows, lag...)
 			}
-			if asJSON {
-				if rows == nil {
-					rows = []consumer.PartitionLag{}
-				}
-				return writeJSON(e, rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintln(e.stdout, "no consumer has committed an offset yet")
-				return nil
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "CONSUMER\tTOPIC\tPARTITION\tCOMMITTED\tHEAD\tLAG\tMISSED\t")
-			for _, r := range rows {
-				committed := "-"
-				if r.Committed >= 0 {
-					committed = thousands.Int(r.Committed)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", r.Consumer, r.Topic, r.Partition, committed,
-					thousands.Int(r.Head), thousands.Int(r.Lag), thousands.Int(r.Missed))
-			}
-			return tw.Flush()
+			return printLag(e, rows, asJSON)
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	cmd.Flags().StringVar(&name, "consumer", "", "only this consumer")
 	cmd.Flags().StringVar(&topic, "topic", "", "only this topic")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printLag prints lag's table (or JSON) of rows.
+func printLag(e *env, rows []consumer.PartitionLag, asJSON bool) error {
+	if asJSON {
+		if rows == nil {
+			rows = []consumer.PartitionLag{}
+		}
+		return writeJSON(e, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(e.stdout, "no consumer has committed an offset yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CONSUMER\tTOPIC\tPARTITION\tCOMMITTED\tHEAD\tLAG\tMISSED\t")
+	for _, r := range rows {
+		committed := "-"
+		if r.Committed >= 0 {
+			committed = thousands.Int(r.Committed)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", r.Consumer, r.Topic, r.Partition, committed,
+			thousands.Int(r.Head), thousands.Int(r.Lag), thousands.Int(r.Missed))
+	}
+	return tw.Flush()
 }

@@ -21,6 +21,7 @@ func newOffsetsCmd(e *env) *cobra.Command {
 func newOffsetsListCmd(e *env) *cobra.Command {
 	var name, topic string
 	var asJSON bool
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List committed offsets (the next offset each consumer will read)",
@@ -32,6 +33,12 @@ partition, committed (the next offset to read), metadata (Kafka's commit
 metadata, "" if none) and updated_at (RFC 3339, UTC).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteOffsetsList(cmd.Context(), e, b, name, topic, asJSON)
+			}
 			db, err := e.open()
 			if err != nil {
 				return err
@@ -41,26 +48,40 @@ metadata, "" if none) and updated_at (RFC 3339, UTC).`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				rows := make([]offsetJSON, 0, len(entries))
-				for _, en := range entries {
-					rows = append(rows, offsetJSON{en.Consumer, en.Topic, en.Partition, en.Offset, en.Metadata,
-						en.UpdatedAt.UTC().Format(time.RFC3339Nano)})
-				}
-				return writeJSON(e, rows)
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CONSUMER\tTOPIC\tPARTITION\tCOMMITTED\tUPDATED")
-			for _, en := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", en.Consumer, en.Topic, en.Partition, thousands.Int(en.Offset), en.UpdatedAt.UTC().Format(time.RFC3339))
-			}
-			return tw.Flush()
+			return printOffsets(e, entries, asJSON)
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	cmd.Flags().StringVar(&name, "consumer", "", "only this consumer")
 	cmd.Flags().StringVar(&topic, "topic", "", "only this topic")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printOffsets prints offsets list's table (or JSON) of entries. A zero
+// UpdatedAt is unknown (Kafka's OffsetFetch does not say when an offset
+// was committed): "-", and "" in JSON.
+func printOffsets(e *env, entries []offsets.Entry, asJSON bool) error {
+	updated := func(en offsets.Entry, layout, none string) string {
+		if en.UpdatedAt.IsZero() {
+			return none
+		}
+		return en.UpdatedAt.UTC().Format(layout)
+	}
+	if asJSON {
+		rows := make([]offsetJSON, 0, len(entries))
+		for _, en := range entries {
+			rows = append(rows, offsetJSON{en.Consumer, en.Topic, en.Partition, en.Offset, en.Metadata,
+				updated(en, time.RFC3339Nano, "")})
+		}
+		return writeJSON(e, rows)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONSUMER\tTOPIC\tPARTITION\tCOMMITTED\tUPDATED")
+	for _, en := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", en.Consumer, en.Topic, en.Partition, thousands.Int(en.Offset), updated(en, time.RFC3339, "-"))
+	}
+	return tw.Flush()
 }
 
 // offsetJSON is one committed offset in offsets list --json.
@@ -76,6 +97,7 @@ type offsetJSON struct {
 func newOffsetsSetCmd(e *env) *cobra.Command {
 	var name, topic string
 	var partition int32
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "set OFFSET --consumer NAME --topic TOPIC [--partition P]",
 		Short: "Set a consumer's committed offset on one partition",
@@ -99,6 +121,12 @@ usual way to give an argument that starts with '-').`,
 			if name == "" || topic == "" {
 				return usagef("--consumer and --topic are required")
 			}
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteOffsetsSet(cmd.Context(), e, b, name, topic, partition, off)
+			}
 			db, t, err := e.topic(topic)
 			if err != nil {
 				return err
@@ -111,11 +139,12 @@ usual way to give an argument that starts with '-').`,
 			if err != nil {
 				return asUsage(err, "")
 			}
-			fmt.Fprintf(e.stdout, "%s on %s/%d: committed offset %s\n", name, topic, partition, thousands.Int(moved[partition]))
+			printSet(e, name, topic, partition, moved[partition])
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "consumer", "", "consumer name (required)")
+	b = addBrokerFlags(cmd, e)
 	cmd.Flags().StringVar(&topic, "topic", "", "topic (required)")
 	cmd.Flags().Int32Var(&partition, "partition", 0, "partition")
 	return cmd
@@ -123,6 +152,7 @@ usual way to give an argument that starts with '-').`,
 
 func newOffsetsDeleteCmd(e *env) *cobra.Command {
 	var name, topic string
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "delete --consumer NAME [--topic TOPIC]",
 		Short: "Forget a consumer's committed offsets (it starts over from its --from next time)",
@@ -130,6 +160,12 @@ func newOffsetsDeleteCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if name == "" {
 				return usagef("--consumer is required")
+			}
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteOffsetsDelete(cmd.Context(), e, b, name, topic)
 			}
 			db, err := e.open()
 			if err != nil {
@@ -144,7 +180,13 @@ func newOffsetsDeleteCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	cmd.Flags().StringVar(&name, "consumer", "", "consumer name (required)")
 	cmd.Flags().StringVar(&topic, "topic", "", "only this topic")
 	return cmd
+}
+
+// printSet is offsets set's line.
+func printSet(e *env, name, topic string, partition int32, off int64) {
+	fmt.Fprintf(e.stdout, "%s on %s/%d: committed offset %s\n", name, topic, partition, thousands.Int(off))
 }

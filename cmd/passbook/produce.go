@@ -35,6 +35,7 @@ func newProduceCmd(e *env) *cobra.Command {
 		printOffsets             bool
 		maxLine                  int
 		lim                      limits
+		b                        *brokerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
@@ -96,12 +97,29 @@ failures (the disk, the data directory) exit 1.`,
 				}
 				in = f
 			}
-			db, t, err := e.topic(args[0])
-			if err != nil {
+			var t sink
+			if ok, err := b.remote(cmd); err != nil {
 				return err
+			} else if ok {
+				if durability != "" {
+					return usagef("--durability applies on a data directory: over Kafka, a record is acknowledged by every in-sync replica (acks=all) as the brokers keep it")
+				}
+				b.stdinIsData = file == ""
+				ks, err := dialKafkaSink(cmd.Context(), b, args[0])
+				if err != nil {
+					return err
+				}
+				defer ks.Close()
+				t = ks
+			} else {
+				db, lt, err := e.topic(args[0])
+				if err != nil {
+					return err
+				}
+				defer db.Close()
+				t = topicSink{lt, d}
 			}
-			defer db.Close()
-			p, err := newProducer(t, d, lim)
+			p, err := newProducer(t, lim)
 			if err != nil {
 				return err
 			}
@@ -133,6 +151,7 @@ failures (the disk, the data directory) exit 1.`,
 			return nil
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	f := cmd.Flags()
 	f.StringVar(&file, "file", "", "read records from this file instead of standard input")
 	f.StringVar(&keySep, "key-sep", "", "split each line into key and value at the first occurrence of this separator")
@@ -170,8 +189,7 @@ func (l limits) check(maxLine int) error {
 // (read) and hands them over in chunks; run fills the batch and appends
 // it. Only run touches the batch and the counts.
 type producer struct {
-	t       *passbook.Topic
-	d       storage.Durability
+	t       sink
 	lim     limits
 	keySep  []byte
 	maxLine int
@@ -201,19 +219,66 @@ type producer struct {
 // span is the offsets acknowledged in one partition; first < 0: none.
 type span struct{ first, last int64 }
 
-func newProducer(t *passbook.Topic, d storage.Durability, lim limits) (*producer, error) {
+// sink is where produce appends: a topic of the data directory
+// (topicSink) or a topic over the Kafka protocol (kafkaSink).
+type sink interface {
+	Name() string
+	Partitions() int
+	Compacted() bool
+	// MaxRecordBytes is partition part's largest record (key and value).
+	MaxRecordBytes(part int32) (int, error)
+	PartitionFor(key []byte) int32
+	// AppendAll appends each partition's records of parts (none where
+	// empty) and sets ok[p] and first[p], the offset of the first, for
+	// each partition acknowledged; it returns the first error, the
+	// partitions it failed in left not ok.
+	AppendAll(parts [][]passbook.Record, first []int64, ok []bool) error
+}
+
+// topicSink is a topic of the data directory, appended to with a
+// durability: one append per partition, none after one fails.
+type topicSink struct {
+	*passbook.Topic
+	d storage.Durability
+}
+
+func (t topicSink) Compacted() bool { return t.Config().Compacted() }
+
+func (t topicSink) MaxRecordBytes(part int32) (int, error) {
+	l, err := t.Partition(part)
+	if err != nil {
+		return 0, err
+	}
+	return l.MaxRecordBytes(), nil
+}
+
+func (t topicSink) AppendAll(parts [][]passbook.Record, first []int64, ok []bool) error {
+	for part, recs := range parts {
+		if len(recs) == 0 {
+			continue
+		}
+		f, err := t.AppendTo(int32(part), recs, t.d)
+		if err != nil {
+			return err
+		}
+		ok[part], first[part] = true, f
+	}
+	return nil
+}
+
+func newProducer(t sink, lim limits) (*producer, error) {
 	n := t.Partitions()
 	p := &producer{
-		t: t, d: d, lim: lim, keyed: t.Config().Compacted(), next: 1,
+		t: t, lim: lim, keyed: t.Compacted(), next: 1,
 		parts: make([][]passbook.Record, n), partBytes: make([]int, n), maxRec: make([]int, n),
 		acked: make([]span, n), first: make([]int64, n), ok: make([]bool, n), idx: make([]int64, n),
 	}
 	for i := range n {
-		l, err := t.Partition(int32(i))
+		m, err := t.MaxRecordBytes(int32(i))
 		if err != nil {
 			return nil, err
 		}
-		p.maxRec[i] = l.MaxRecordBytes()
+		p.maxRec[i] = m
 		p.acked[i] = span{-1, -1}
 	}
 	return p, nil
@@ -349,18 +414,15 @@ func (p *producer) flush(bar *progress) error {
 		return nil
 	}
 	p.timer.Stop()
-	var err error
-	for part, recs := range p.parts {
+	for part := range p.parts {
 		p.ok[part], p.idx[part] = false, 0
-		if len(recs) == 0 || err != nil {
+	}
+	err := p.t.AppendAll(p.parts, p.first, p.ok)
+	for part, recs := range p.parts {
+		if !p.ok[part] {
 			continue
 		}
-		first, aerr := p.t.AppendTo(int32(part), recs, p.d)
-		if aerr != nil {
-			err = aerr
-			continue
-		}
-		p.ok[part], p.first[part] = true, first
+		first := p.first[part]
 		if p.acked[part].first < 0 {
 			p.acked[part].first = first
 		}

@@ -563,7 +563,7 @@ func TestProduce_AppendFailsInOnePartition(t *testing.T) {
 	}
 	l1, _ := tp.Partition(1)
 	l1.Close()
-	p, err := newProducer(tp, 0, limits{records: 100, bytes: 1 << 20, linger: time.Hour})
+	p, err := newProducer(topicSink{tp, 0}, limits{records: 100, bytes: 1 << 20, linger: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

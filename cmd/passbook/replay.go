@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/internal/thousands"
@@ -15,6 +14,7 @@ func newReplayCmd(e *env) *cobra.Command {
 	var name, to string
 	var partitions []int32
 	var create bool
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "replay TOPIC --consumer NAME --to earliest|OFFSET|TIME",
 		Short: "Move a consumer's committed offset back (or forward) so it re-reads from there",
@@ -39,6 +39,12 @@ pass --create to make it (it then starts where --to says).`,
 			target, err := consumer.ParseStart(to)
 			if err != nil {
 				return usageError{err}
+			}
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteReplay(cmd.Context(), e, b, args[0], name, target, partitions, create)
 			}
 			db, t, err := e.topic(args[0])
 			if err != nil {
@@ -68,24 +74,25 @@ pass --create to make it (it then starts where --to says).`,
 			if err != nil {
 				return asUsage(err, "--to")
 			}
-			ps := make([]int32, 0, len(moved))
-			for p := range moved {
-				ps = append(ps, p)
-			}
-			slices.Sort(ps)
-			for _, p := range ps {
-				from := "nothing committed"
-				if off, ok := before[p]; ok {
-					from = thousands.Int(off)
-				}
-				fmt.Fprintf(e.stdout, "%s on %s/%d: %s -> %s\n", name, t.Name(), p, from, thousands.Int(moved[p]))
-			}
+			printMoved(e, name, t.Name(), before, moved)
 			return nil
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	cmd.Flags().StringVar(&name, "consumer", "", "consumer name (required)")
 	cmd.Flags().StringVar(&to, "to", "", "earliest, latest, an offset, or an RFC 3339 time (required)")
 	cmd.Flags().Int32SliceVar(&partitions, "partition", nil, "only these partitions (default all)")
 	cmd.Flags().BoolVar(&create, "create", false, "make the consumer if it has committed nothing on the topic yet")
 	return cmd
+}
+
+// printMoved is replay's lines: each partition moved, from where to where.
+func printMoved(e *env, name, topic string, before, moved map[int32]int64) {
+	for _, p := range sortedPartitions(moved) {
+		from := "nothing committed"
+		if off, ok := before[p]; ok {
+			from = thousands.Int(off)
+		}
+		fmt.Fprintf(e.stdout, "%s on %s/%d: %s -> %s\n", name, topic, p, from, thousands.Int(moved[p]))
+	}
 }

@@ -24,6 +24,7 @@ func newTopicCreateCmd(e *env) *cobra.Command {
 		cfg        passbook.TopicConfig
 		durability string
 		internal   int64
+		b          *brokerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -62,6 +63,12 @@ leaves the data directory as it was.`,
 			if cfg.TimestampAfterMax < 0 {
 				cfg.TimestampAfterMax = passbook.NoTimestampLimit
 			}
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteTopicCreate(cmd.Context(), e, b, cmd, args[0], cfg)
+			}
 			o := &passbook.Options{}
 			if cmd.Flags().Changed("internal-segment-bytes") {
 				if cmd.Flags().Changed("segment-bytes") || internal < 1 {
@@ -85,6 +92,7 @@ leaves the data directory as it was.`,
 			return nil
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	f := cmd.Flags()
 	f.IntVar(&cfg.Partitions, "partitions", 1, "number of partitions, 1 to 10,000")
 	f.DurationVar(&cfg.RetentionAge, "retention", 0, "delete segments whose newest record is older than this (0: keep forever)")
@@ -140,11 +148,18 @@ func checkTopicFlags(cmd *cobra.Command, cfg passbook.TopicConfig) error {
 
 func newTopicListCmd(e *env) *cobra.Command {
 	var asJSON bool
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List topics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteTopicList(cmd.Context(), e, b, asJSON)
+			}
 			db, err := e.open()
 			if err != nil {
 				return err
@@ -154,83 +169,128 @@ func newTopicListCmd(e *env) *cobra.Command {
 			for _, t := range db.Topics() {
 				infos = append(infos, t.Describe())
 			}
-			if asJSON {
-				return writeJSON(e, infos)
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tRECORDS\tBYTES\t")
-			for _, info := range infos {
-				var recs, bytes int64
-				for _, p := range info.Partitions {
-					recs += p.Records
-					bytes += p.Bytes
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", info.Name, thousands.Int(len(info.Partitions)), thousands.Int(recs), thousands.Int(bytes))
-			}
-			return tw.Flush()
+			return printTopicList(e, infos, asJSON)
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func newTopicDescribeCmd(e *env) *cobra.Command {
 	var asJSON bool
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic's settings and each partition's start, head and size",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteTopicDescribe(cmd.Context(), e, b, args[0], asJSON)
+			}
 			db, t, err := e.topic(args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			info := t.Describe()
-			if asJSON {
-				return writeJSON(e, info)
-			}
-			c := info.Config
-			retention := "forever"
-			if c.RetentionAge > 0 {
-				retention = c.RetentionAge.String()
-			}
-			if c.RetentionBytes > 0 {
-				retention += ", at most " + thousands.Int(c.RetentionBytes) + " bytes per partition"
-			}
-			durability := c.Durability.String()
-			if c.Durability == storage.DefaultDurability {
-				durability = "os (the default: an acknowledged append survives a process crash)"
-			}
-			policy := c.CleanupPolicy
-			if c.Compacted() {
-				keep := "24h0m0s"
-				if c.DeleteRetention > 0 {
-					keep = c.DeleteRetention.String()
-				}
-				policy += " (tombstones kept " + keep + ")"
-			}
-			fmt.Fprintf(e.stdout, "topic %s\n  partitions:     %d\n  retention:      %s\n  cleanup policy: %s\n  durability:     %s\n\n",
-				info.Name, len(info.Partitions), retention, policy, durability)
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "PARTITION\tSTART\tHEAD\tRECORDS\tBYTES\tSEGMENTS\t")
-			for _, p := range info.Partitions {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t\n", p.Partition, thousands.Int(p.StartOffset), thousands.Int(p.Head),
-					thousands.Int(p.Records), thousands.Int(p.Bytes), p.Segments)
-			}
-			return tw.Flush()
+			return printTopicDescribe(e, t.Describe(), "", asJSON)
 		},
 	}
+	b = addBrokerFlags(cmd, e)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
+// printTopicList prints topic list's table (or JSON) of infos. A
+// partition's Bytes below 0 is unknown (over Kafka, a broker without
+// DescribeLogDirs): shown as "-".
+func printTopicList(e *env, infos []passbook.TopicInfo, asJSON bool) error {
+	if asJSON {
+		return writeJSON(e, infos)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tRECORDS\tBYTES\t")
+	for _, info := range infos {
+		var recs, bytes int64
+		for _, p := range info.Partitions {
+			recs += p.Records
+			if p.Bytes < 0 || bytes < 0 {
+				bytes = -1
+			} else {
+				bytes += p.Bytes
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", info.Name, thousands.Int(len(info.Partitions)), thousands.Int(recs), known(bytes))
+	}
+	return tw.Flush()
+}
+
+// known is n with thousands separators, or "-" for a count below 0: one
+// the Kafka protocol does not tell.
+func known[T int | int64](n T) string {
+	if n < 0 {
+		return "-"
+	}
+	return thousands.Int(n)
+}
+
+// printTopicDescribe prints topic describe's settings and table (or
+// JSON). durability overrides the shown durability ("" shows the
+// topic's): over Kafka it is the server's, which the protocol does not
+// tell.
+func printTopicDescribe(e *env, info passbook.TopicInfo, durability string, asJSON bool) error {
+	if asJSON {
+		return writeJSON(e, info)
+	}
+	c := info.Config
+	retention := "forever"
+	if c.RetentionAge > 0 {
+		retention = c.RetentionAge.String()
+	}
+	if c.RetentionBytes > 0 {
+		retention += ", at most " + thousands.Int(c.RetentionBytes) + " bytes per partition"
+	}
+	if durability == "" {
+		durability = c.Durability.String()
+		if c.Durability == storage.DefaultDurability {
+			durability = "os (the default: an acknowledged append survives a process crash)"
+		}
+	}
+	policy := c.CleanupPolicy
+	if c.Compacted() {
+		keep := "24h0m0s"
+		if c.DeleteRetention > 0 {
+			keep = c.DeleteRetention.String()
+		}
+		policy += " (tombstones kept " + keep + ")"
+	}
+	fmt.Fprintf(e.stdout, "topic %s\n  partitions:     %d\n  retention:      %s\n  cleanup policy: %s\n  durability:     %s\n\n",
+		info.Name, len(info.Partitions), retention, policy, durability)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PARTITION\tSTART\tHEAD\tRECORDS\tBYTES\tSEGMENTS\t")
+	for _, p := range info.Partitions {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", p.Partition, thousands.Int(p.StartOffset), thousands.Int(p.Head),
+			thousands.Int(p.Records), known(p.Bytes), known(p.Segments))
+	}
+	return tw.Flush()
+}
+
 func newTopicDeleteCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var b *brokerFlags
+	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a topic, its records and every consumer's offsets on it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ok, err := b.remote(cmd); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteTopicDelete(cmd.Context(), e, b, args[0])
+			}
 			db, err := e.open()
 			if err != nil {
 				return err
@@ -243,6 +303,8 @@ func newTopicDeleteCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
+	b = addBrokerFlags(cmd, e)
+	return cmd
 }
 
 func newTopicCompactCmd(e *env) *cobra.Command {

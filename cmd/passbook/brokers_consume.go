@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// consumeOpts are consume's settings, checked.
+type consumeOpts struct {
+	name, format   string
+	start          consumer.Start
+	mode           consumer.Commit
+	everyN         int64
+	everyD         time.Duration
+	gap            consumer.Gap
+	max            int64
+	follow         bool
+	partitions     []int32
+	sessionTimeout time.Duration
+}
+
+// positions finds where the consumer starts on each of parts (all when
+// nil): its committed offset, or --from where it has none; and applies
+// --on-gap — as consumer.New does on a data directory, with the same
+// errors, before anything is read or committed.
+func (c *cluster) positions(ctx context.Context, ext *topicExtent, o *consumeOpts, parts []int32) (map[int32]int64, error) {
+	entries, err := c.committed(ctx, o.name, ext.name)
+	if err != nil {
+		return nil, err
+	}
+	committed := map[int32]int64{}
+	for _, en := range entries {
+		committed[en.Partition] = en.Offset
+	}
+	var uncommitted []int32 // --from applies only to these
+	for p := range c.partsOf(ext, parts) {
+		if _, ok := committed[p]; !ok {
+			uncommitted = append(uncommitted, p)
+		}
+	}
+	from := map[int32]int64{}
+	if len(uncommitted) > 0 {
+		if from, err = c.targets(ctx, ext, o.start, uncommitted); err != nil {
+			return nil, err
+		}
+	}
+	out := map[int32]int64{}
+	for p := range c.partsOf(ext, parts) {
+		next, ok := committed[p]
+		if !ok {
+			out[p] = from[p]
+			continue
+		}
+		start, head := ext.start[p], ext.head[p]
+		switch {
+		case next > head:
+			return nil, fmt.Errorf("consumer %s on %s/%d: committed offset %d is past the head %d: %w",
+				o.name, ext.name, p, next, head, &storage.OutOfRangeError{Offset: next, Start: start, Head: head})
+		case next >= start:
+			out[p] = next
+		case o.gap == consumer.GapResetEarliest:
+			out[p] = start
+		case o.gap == consumer.GapResetLatest:
+			out[p] = head
+		default:
+			return nil, &consumer.GapError{Consumer: o.name, Topic: ext.name, Partition: p, Committed: next, Start: start}
+		}
+	}
+	return out, nil
+}
+
+// partsOf is parts, or every partition of ext when nil.
+func (c *cluster) partsOf(ext *topicExtent, parts []int32) func(func(int32) bool) {
+	return func(yield func(int32) bool) {
+		if parts == nil {
+			for p := range ext.partitions {
+				if !yield(int32(p)) {
+					return
+				}
+			}
+			return
+		}
+		for _, p := range parts {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// kafkaConsumer reads a topic over the Kafka protocol as consumer group
+// o.name — a member of the group, its partitions assigned by the group
+// — or, with --partition, reads the partitions named and commits to the
+// group without joining it (Kafka takes such commits only while the
+// group has no members). Positions move only once out has the record's
+// line, and Commit commits them: what out has written.
+type kafkaConsumer struct {
+	cl     *kgo.Client
+	c      *cluster // the same client's admin
+	ext    *topicExtent
+	o      *consumeOpts
+	direct bool
+
+	ready     chan struct{} // closed once the first assignment's positions are set
+	readyOnce sync.Once
+
+	mu        sync.Mutex
+	pos       map[int32]int64 // the next offset to read, of each partition held
+	committed map[int32]int64
+	heads     map[int32]int64 // without --follow: where each partition stops
+	fatal     error           // from an assignment
+	cancel    context.CancelFunc
+}
+
+// hold takes partitions' positions (an assignment, or --partition).
+func (k *kafkaConsumer) hold(pos map[int32]int64) {
+	k.mu.Lock()
+	for p, at := range pos {
+		k.pos[p] = at
+		k.committed[p] = at // as on a data directory: only a partition read from is committed
+		if _, ok := k.heads[p]; !ok {
+			k.heads[p] = k.ext.head[p]
+		}
+	}
+	k.mu.Unlock()
+	k.readyOnce.Do(func() { close(k.ready) })
+}
+
+// drop forgets revoked or lost partitions: what was written of them and
+// not committed is delivered again to their next owner (at least once).
+func (k *kafkaConsumer) drop(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range lost[k.ext.name] {
+		delete(k.pos, p)
+		delete(k.committed, p)
+	}
+}
+
+// adjust sets the assigned partitions' positions as a data directory
+// consumer finds them (committed, --from, --on-gap), not kgo's reset.
+func (k *kafkaConsumer) adjust(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	var parts []int32
+	for p := range assigned[k.ext.name] {
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		k.hold(nil)
+		return assigned, nil
+	}
+	ext, err := k.c.extent(ctx, k.ext.name)
+	if err == nil && ext.partitions != k.ext.partitions {
+		err = fmt.Errorf("topic %s now has %d partitions, not %d", ext.name, ext.partitions, k.ext.partitions)
+	}
+	var pos map[int32]int64
+	if err == nil {
+		k.ext.start, k.ext.head = ext.start, ext.head
+		pos, err = k.c.positions(ctx, k.ext, k.o, parts)
+	}
+	if err != nil {
+		k.mu.Lock()
+		if k.fatal == nil {
+			k.fatal = err
+		}
+		k.mu.Unlock()
+		k.cancel()
+		return nil, err
+	}
+	out := map[int32]kgo.Offset{}
+	for p, at := range pos {
+		out[p] = kgo.NewOffset().At(at).WithEpoch(-1)
+	}
+	k.hold(pos)
+	return map[string]map[int32]kgo.Offset{k.ext.name: out}, nil
+}
+
+// advance moves partition p's position past a record out has taken.
+func (k *kafkaConsumer) advance(p int32, next int64) {
+	k.mu.Lock()
+	if _, ok := k.pos[p]; ok {
+		k.pos[p] = next
+	}
+	k.mu.Unlock()
+}
+
+// done reports whether every partition held has reached where it stops
+// (without --follow).
+func (k *kafkaConsumer) done() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for p, at := range k.pos {
+		if at < k.heads[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// atHead reports whether every partition held is at the high watermark
+// the brokers last told (hwm), or at where it started when none was told.
+func (k *kafkaConsumer) atHead(hwm map[int32]int64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for p, at := range k.pos {
+		h, ok := hwm[p]
+		if !ok {
+			h = k.heads[p]
+		}
+		if at < h {
+			return false
+		}
+	}
+	return true
+}
+
+// Commit commits each held partition's position that moved: exactly
+// what out has written (out calls it after a write; positions move only
+// when out has taken a record).
+func (k *kafkaConsumer) Commit(ctx context.Context) error {
+	k.mu.Lock()
+	offs := map[int32]int64{}
+	for p, at := range k.pos {
+		if c, ok := k.committed[p]; !ok || c != at {
+			offs[p] = at
+		}
+	}
+	k.mu.Unlock()
+	if len(offs) == 0 {
+		return nil
+	}
+	var err error
+	if k.direct {
+		err = k.c.commit(ctx, k.o.name, k.ext.name, offs)
+	} else {
+		eo := map[int32]kgo.EpochOffset{}
+		for p, at := range offs {
+			eo[p] = kgo.EpochOffset{Epoch: -1, Offset: at}
+		}
+		k.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{k.ext.name: eo},
+			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
+				if cerr != nil {
+					err = cerr
+					return
+				}
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						if e := kerr.ErrorForCode(p.ErrorCode); e != nil && err == nil {
+							err = fmt.Errorf("partition %d: %w", p.Partition, e)
+						}
+					}
+				}
+			})
+		if err != nil {
+			err = fmt.Errorf("commit offsets of %s on %s: %w", k.o.name, k.ext.name, err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	for p, at := range offs {
+		if _, ok := k.pos[p]; ok {
+			k.committed[p] = at
+		}
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+// remoteConsume is consume over the Kafka protocol: the same output,
+// commit modes and summary as on a data directory.
+func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o *consumeOpts) error {
+	c, err := b.dial(ctx)
+	if err != nil {
+		return err
+	}
+	ext, err := c.extent(ctx, topic)
+	if err == nil && o.partitions != nil {
+		_, err = c.targets(ctx, ext, consumer.Earliest(), o.partitions) // checks them
+	}
+	var pos map[int32]int64
+	if err == nil {
+		pos, err = c.positions(ctx, ext, o, o.partitions)
+	}
+	c.Close()
+	if err != nil {
+		return asUsage(err, "--from")
+	}
+	k := &kafkaConsumer{ext: ext, o: o, direct: o.partitions != nil, ready: make(chan struct{}),
+		pos: map[int32]int64{}, committed: map[int32]int64{}, heads: map[int32]int64{}}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	k.cancel = cancel
+	opts := []kgo.Opt{kgo.FetchMaxWait(time.Second)}
+	if k.direct {
+		at := map[int32]kgo.Offset{}
+		for p, next := range pos {
+			at[p] = kgo.NewOffset().At(next).WithEpoch(-1)
+		}
+		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}))
+	} else {
+		opts = append(opts, kgo.ConsumerGroup(o.name), kgo.ConsumeTopics(topic),
+			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+			kgo.SessionTimeout(o.sessionTimeout), kgo.HeartbeatInterval(max(o.sessionTimeout/5, 100*time.Millisecond)),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.AdjustFetchOffsetsFn(k.adjust),
+			kgo.OnPartitionsRevoked(k.drop), kgo.OnPartitionsLost(k.drop))
+	}
+	k.c, err = b.dial(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	k.cl = k.c.cl
+	defer k.cl.CloseAllowingRebalance()
+	if k.direct {
+		k.hold(pos)
+	}
+
+	total := int64(0)
+	for p, next := range pos {
+		total += ext.head[p] - next
+	}
+	if o.max > 0 {
+		total = min(total, o.max)
+	}
+	bar := newProgress(e.stdout, e.stderr, "consume", total, unitRecords)
+	out := &output{w: e.stdout, c: k, mode: o.mode, everyN: o.everyN, everyD: o.everyD, bar: bar,
+		buf: make([]byte, 0, outputBuffer), lastCommit: time.Now()}
+	began := time.Now()
+	err = k.run(runCtx, out)
+	if ferr := out.flush(ctx, true); err == nil {
+		err = ferr
+	}
+	k.mu.Lock()
+	if k.fatal != nil {
+		err = k.fatal
+	}
+	k.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err() // Ctrl-C or SIGTERM, whatever the client said
+	}
+	bar.finish(err)
+	return consumeSummary(e, out, topic, o.name, began, asUsage(err, "--from"))
+}
+
+// run reads until the heads (without --follow), --max records, or ctx.
+func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
+	select {
+	case <-k.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	hwm := map[int32]int64{}
+	read := int64(0)
+	for {
+		if (!k.o.follow && k.done()) || (k.o.max > 0 && read >= k.o.max) {
+			return nil
+		}
+		fetches := k.cl.PollRecords(ctx, 10_000)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			k.cl.AllowRebalance()
+			return ctx.Err()
+		}
+		var err error
+		fetches.EachError(func(t string, p int32, ferr error) {
+			if err == nil && !errors.Is(ferr, context.Canceled) {
+				err = fmt.Errorf("fetch %s/%d: %w", t, p, ferr)
+			}
+		})
+		stop := false
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if err != nil || stop {
+				return
+			}
+			for _, r := range fp.Records {
+				m := consumer.Message{Partition: r.Partition, Record: batch.Record{
+					Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}}
+				for _, h := range r.Headers {
+					m.Headers = append(m.Headers, batch.RecordHeader{Key: h.Key, Value: h.Value})
+				}
+				if err = out.add(ctx, k.o.format, m); err != nil {
+					return
+				}
+				k.advance(r.Partition, r.Offset+1)
+				read++
+				if k.o.max > 0 && read >= k.o.max {
+					stop = true
+					return
+				}
+			}
+			if fp.HighWatermark > hwm[fp.Partition] {
+				hwm[fp.Partition] = fp.HighWatermark
+			}
+		})
+		if err == nil && !stop && (k.cl.BufferedFetchRecords() == 0 || k.atHead(hwm)) {
+			// Nothing more to hand out now: write out what is held and
+			// commit it, before waiting.
+			err = out.flush(ctx, true)
+		}
+		k.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+}
