@@ -233,7 +233,11 @@ func (e *env) openSSE(path string, header map[string]string) *sseClient {
 			switch {
 			case line == "":
 				if ev.name != "" || ev.data != "" {
-					c.events <- ev
+					select {
+					case c.events <- ev:
+					case <-ctx.Done(): // closed with events nobody read
+						return
+					}
 				}
 				ev = event{}
 			case strings.HasPrefix(line, "id: "):

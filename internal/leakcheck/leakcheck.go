@@ -37,11 +37,16 @@ var ignored = []string{
 	"testing.runTests",
 }
 
-// Run runs the tests and, when they all passed, fails (returning 1) if
-// goroutines they started are still running after Grace, printing each
-// one's stack. It returns the exit code for os.Exit.
-func Run(m *testing.M) int {
+// Run runs the tests, then the package's cleanups (what it keeps for
+// all its tests, like a fuzz target's shared server), and, when the
+// tests all passed, fails (returning 1) if goroutines they started are
+// still running after Grace, printing each one's stack. It returns the
+// exit code for os.Exit.
+func Run(m *testing.M, cleanups ...func()) int {
 	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	if code != 0 {
 		return code
 	}
