@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # kcat (librdkafka) against `passbook serve`: produce with -P, consume
 # with -C, byte-for-byte comparisons, offsets, keys, acks, the four
-# compression codecs, and balanced consumers in a group (-G) that commit.
-# Needs kcat (Debian package kcat) and go.
+# compression codecs, and balanced consumers in a group (-G) that commit;
+# then security: SASL_SSL with SCRAM-SHA-256 and PLAIN against a server
+# with --tls-cert --sasl --authorize, and SSL with a client certificate
+# (--tls-client-ca) whose CN is the principal the ACLs name.
+# Needs kcat (Debian package kcat) and go; openssl if installed (else the
+# certificates come from `go run ./tests/clients/certs`).
 . "$(dirname "$0")/lib.bash"
 command -v kcat >/dev/null || { echo "kcat is not installed (apt-get install -y kcat)"; exit 1; }
 build_passbook
@@ -119,5 +123,82 @@ after_stop() {
 }
 
 check "metadata (-L) lists the topics" sh -c "kcat -b '$addr' -L | grep -q 'topic \"lines\" with 1 partitions'"
+
+# Security. Certificates for 127.0.0.1 and a client certificate for CN
+# kcat-client; users admin (a super user) and alice (a producer of
+# "secure" only), each with SCRAM-SHA-256 (PLAIN checks it too).
+make_certs "$work/certs" kcat-client
+sec_data=$work/secure
+for u in admin alice; do
+	echo "$u-secret" | "$work/passbook" --data "$sec_data" user add "$u" --mechanism scram-sha-256 --password-stdin >/dev/null || exit 1
+done
+"$work/passbook" --data "$sec_data" acl add --allow User:alice --producer --topic secure >/dev/null || exit 1
+start_extra_server "$sec_data" --tls-cert "$work/certs/server.pem" --tls-key "$work/certs/server-key.pem" \
+	--sasl scram-sha-256,plain --authorize --super-users User:admin
+sasl_addr=$extra_addr
+echo "passbook serve --tls-cert --sasl scram-sha-256,plain --authorize on $sasl_addr"
+ks() { # user password mechanism kcat-args…
+	local user=$1 pass=$2 mech=$3
+	shift 3
+	timeout 30 kcat -b "$sasl_addr" -X security.protocol=SASL_SSL -X sasl.mechanisms="$mech" \
+		-X sasl.username="$user" -X sasl.password="$pass" -X ssl.ca.location="$work/certs/ca.pem" "$@"
+}
+head -n 500 "$work/in.txt" >"$work/in500.txt"
+sasl_scram() {
+	ks admin admin-secret SCRAM-SHA-256 -t scrammed -P <"$work/in500.txt" 2>/dev/null &&
+		ks admin admin-secret SCRAM-SHA-256 -t scrammed -C -o beginning -e >"$work/scrammed.txt" 2>/dev/null &&
+		cmp -s "$work/in500.txt" "$work/scrammed.txt"
+}
+check "SASL_SSL SCRAM-SHA-256 (super user): produce 500 lines and consume them back" sasl_scram
+sasl_plain_acl() {
+	ks alice alice-secret PLAIN -t secure -P <"$work/in500.txt" 2>/dev/null &&
+		ks admin admin-secret SCRAM-SHA-256 -t secure -C -o beginning -e 2>/dev/null | cmp -s "$work/in500.txt" -
+}
+check "SASL_SSL PLAIN as alice: produce to a topic her ACL allows" sasl_plain_acl
+sasl_denied() {
+	! ks alice alice-secret PLAIN -G kc-denied -e secure >/dev/null 2>"$work/denied.err" &&
+		grep -q "Group authorization failed" "$work/denied.err"
+}
+check "alice may not read it in a group: Group authorization failed" sasl_denied
+sasl_hidden() {
+	ks alice alice-secret PLAIN -L -t scrammed 2>/dev/null | grep -q 'topic "scrammed" with 0 partitions: Broker: Topic authorization failed'
+}
+check "nor see another topic: -L says Topic authorization failed" sasl_hidden
+sasl_wrong() {
+	! ks alice wrong-secret SCRAM-SHA-256 -L >/dev/null 2>"$work/wrong.err" &&
+		grep -q "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256" "$work/wrong.err"
+}
+check "a wrong password: Kafka's authentication error" sasl_wrong
+sasl_unknown() {
+	! ks mallory wrong-secret SCRAM-SHA-256 -L >/dev/null 2>"$work/unknown.err" &&
+		grep -q "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256" "$work/unknown.err"
+}
+check "an unknown user: the same error" sasl_unknown
+
+# SSL with client certificates: the principal is User:kcat-client.
+mtls_data=$work/mtls
+"$work/passbook" --data "$mtls_data" acl add --allow User:kcat-client --producer --consumer --topic certified --group kc-mtls >/dev/null || exit 1
+start_extra_server "$mtls_data" --tls-cert "$work/certs/server.pem" --tls-key "$work/certs/server-key.pem" \
+	--tls-client-ca "$work/certs/ca.pem" --authorize
+mtls_addr=$extra_addr
+echo "passbook serve --tls-cert --tls-client-ca --authorize on $mtls_addr"
+kt() {
+	timeout 30 kcat -b "$mtls_addr" -X security.protocol=SSL -X ssl.ca.location="$work/certs/ca.pem" \
+		-X ssl.certificate.location="$work/certs/client.pem" -X ssl.key.location="$work/certs/client-key.pem" "$@"
+}
+ssl_mtls() {
+	kt -t certified -P <"$work/in500.txt" 2>/dev/null &&
+		kt -G kc-mtls -X auto.offset.reset=earliest -e certified 2>/dev/null >"$work/certified.txt" &&
+		cmp -s "$work/in500.txt" "$work/certified.txt"
+}
+check "SSL with a client certificate: User:kcat-client produces and consumes in its group" ssl_mtls
+ssl_denied() {
+	! kt -t elsewhere -P <"$work/in500.txt" 2>"$work/elsewhere.err" && grep -q "Topic authorization failed" "$work/elsewhere.err"
+}
+check "SSL: a topic its ACLs do not name is refused" ssl_denied
+ssl_nocert() {
+	! timeout 30 kcat -b "$mtls_addr" -q -X security.protocol=SSL -X ssl.ca.location="$work/certs/ca.pem" -L >/dev/null 2>&1
+}
+check "SSL without a client certificate: refused" ssl_nocert
 
 finish kcat

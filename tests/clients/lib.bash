@@ -8,11 +8,16 @@
 #   check "name" command…   # runs the command; counts pass or fail
 #   finish kcat             # stops the server, runs after_stop if the script
 #                           # defines it, prints "kcat: N passed, M failed", exits
+#   make_certs DIR CN       # a CA, a server certificate for 127.0.0.1 and a
+#                           # client certificate with common name CN, in DIR
+#   start_extra_server DIR ARGS…  # another passbook serve on data directory
+#                           # DIR with ARGS (--sasl …); sets $extra_addr
 
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
 server_pid=
+extra_pids=()
 passed=0
 failed=0
 
@@ -21,6 +26,11 @@ cleanup() {
 		kill -KILL "$server_pid" 2>/dev/null
 		wait "$server_pid" 2>/dev/null
 	fi
+	local pid
+	for pid in "${extra_pids[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,6 +56,53 @@ start_server() {
 		exit 1
 	fi
 	echo "passbook serve on $addr"
+}
+
+# wait_listening LOG prints the Kafka address a server logged.
+wait_listening() {
+	local a=
+	for _ in $(seq 1 100); do
+		a=$(sed -n 's/.*msg="kafka: listening" addr=\([^ ]*\).*/\1/p' "$1" | head -n 1)
+		[ -n "$a" ] && break
+		sleep 0.1
+	done
+	echo "$a"
+}
+
+start_extra_server() {
+	local dir=$1
+	shift
+	build_passbook
+	"$work/passbook" serve -v --data "$dir" --kafka 127.0.0.1:0 "$@" 2>"$dir.log" &
+	extra_pids+=($!)
+	extra_addr=$(wait_listening "$dir.log")
+	if [ -z "$extra_addr" ]; then
+		echo "the server did not start:"
+		cat "$dir.log"
+		exit 1
+	fi
+}
+
+make_certs() {
+	local dir=$1 cn=$2
+	mkdir -p "$dir"
+	if ! command -v openssl >/dev/null; then
+		(cd "$root" && go run ./tests/clients/certs "$dir" "$cn") || exit 1
+		return
+	fi
+	(
+		cd "$dir" &&
+			openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+				-keyout ca-key.pem -out ca.pem -subj "/CN=passbook test CA" &&
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+				-keyout server-key.pem -out server.csr -subj "/CN=localhost" &&
+			openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 1 -out server.pem \
+				-extfile <(printf 'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth') &&
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+				-keyout client-key.pem -out client.csr -subj "/CN=$cn" &&
+			openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 1 -out client.pem \
+				-extfile <(printf 'extendedKeyUsage=clientAuth')
+	) >/dev/null 2>&1 || { echo "openssl could not make the certificates"; exit 1; }
 }
 
 check() {
