@@ -206,7 +206,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		}
 		refused(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: -1, Detail: "missing; Open refuses the directory"})
 	case err != nil:
-		problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: -1, Detail: err.Error()})
+		refused(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: -1, Detail: err.Error()})
 	default:
 		var ce *CorruptError
 		if ps.gaps, err = readGapRule(fsys, dir, string(format)); errors.As(err, &ce) {
@@ -214,7 +214,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 			ps.cleanerBad, ps.gaps = true, gapRule{rewritten: 1<<63 - 1}
 			refused(Problem{Kind: ProblemFile, File: ce.File, Pos: ce.Pos, Detail: ce.Err.Error() + "; Open refuses the partition"})
 		} else if err != nil {
-			problem(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: 0, Detail: err.Error()})
+			refused(Problem{Kind: ProblemFile, File: filepath.Join(dir, formatFile), Pos: 0, Detail: err.Error()})
 		}
 	}
 	var bases []int64
@@ -252,7 +252,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		ps.cpBad = true
 		refused(Problem{Kind: ProblemCheckpoint, File: cpPath, Pos: 0, Detail: ce.Err.Error() + "; Open refuses the partition"})
 	case err != nil:
-		problem(Problem{Kind: ProblemFile, File: cpPath, Pos: -1, Detail: err.Error()})
+		refused(Problem{Kind: ProblemFile, File: cpPath, Pos: -1, Detail: err.Error()})
 	}
 	r.Segments = len(bases)
 	var prevNext int64 = -1
@@ -308,8 +308,8 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 }
 
 // openRefuses returns why Open would refuse the partition ps found, or
-// "": a missing FORMAT, a bad CLEANER or CHECKPOINT, an unreadable
-// segment file, offsets missing or repeated between segments, a damaged
+// "": a FORMAT missing, unreadable or not one Open knows, a bad CLEANER,
+// a bad or unreadable CHECKPOINT, an unreadable segment file, offsets missing or repeated between segments, a damaged
 // batch in the active segment before its recovery point (one past it is a
 // torn tail, which Open truncates), or in a closed segment whose index
 // Open must rebuild from its batches (as verify judges the index: Open

@@ -350,3 +350,48 @@ func TestVerify_TimeIndexAfterCleanClose(t *testing.T) {
 		t.Fatalf("problems %v", r.Problems)
 	}
 }
+
+// TestVerify_FencedIsWhatOpenRefuses: Verify's Fenced is set exactly when
+// Open refuses the partition (a data directory then fences it), for every
+// file Open reads before it serves: FORMAT, CHECKPOINT, the segments.
+func TestVerify_FencedIsWhatOpenRefuses(t *testing.T) {
+	put := func(name, data string) func(*vfs.MemFS, []int64) {
+		return func(mem *vfs.MemFS, _ []int64) { mem.SetFileBytes(name, []byte(data)) }
+	}
+	tests := []struct {
+		name   string
+		damage func(*vfs.MemFS, []int64)
+		fenced bool
+	}{
+		{"clean", func(*vfs.MemFS, []int64) {}, false},
+		{"FORMAT missing", func(mem *vfs.MemFS, _ []int64) { mem.Remove("/p/FORMAT") }, true},
+		{"FORMAT of a later version", put("/p/FORMAT", "passbook-partition 9\n"), true},
+		{"FORMAT not passbook's", put("/p/FORMAT", "something else\n"), true},
+		{"CHECKPOINT fails its CRC", func(mem *vfs.MemFS, _ []int64) { flipByte(t, mem, "/p/CHECKPOINT", 10) }, true},
+		{"fsync'd bytes of the active segment gone", func(mem *vfs.MemFS, bases []int64) {
+			active := seg(bases[len(bases)-1], ".log")
+			b, _ := mem.FileBytes(active)
+			mem.SetFileBytes(active, b[:len(b)-1])
+		}, true},
+		{"a torn tail past the last fsync", func(mem *vfs.MemFS, bases []int64) {
+			active := seg(bases[len(bases)-1], ".log")
+			b, _ := mem.FileBytes(active)
+			mem.SetFileBytes(active, append(b, "half a batch"...))
+		}, false},
+		{"a damaged offset index", func(mem *vfs.MemFS, bases []int64) { flipByte(t, mem, seg(bases[0], ".index"), 3) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem, bases := verifyFixture(t)
+			tt.damage(mem, bases)
+			r := mustVerify(t, mem)
+			l, err := Open("/p", &Options{FS: mem})
+			if err == nil {
+				l.Close()
+			}
+			if (err != nil) != tt.fenced || (r.Fenced != "") != tt.fenced {
+				t.Errorf("Open: %v; Verify's Fenced: %q; want fenced %v (problems %v)", err, r.Fenced, tt.fenced, r.Problems)
+			}
+		})
+	}
+}
