@@ -16,13 +16,13 @@ const LeaderEpoch = 0
 // are outside it. Each is checked against what the broker wrote: the CRC
 // by recomputing it (batch.Check), the magic and the length by parsing
 // the header (batch.ParseHeader) and by the next batch starting where
-// the length says, the base offset by the offset chain (segScanner.check),
+// the length says, the base offset by the offset chain (segScanner.checkPlace),
 // and the leader epoch here.
 
 // checkFraming checks the one field of a stored batch's header that
 // neither the CRC, the header's parsing nor the offset chain covers: the
 // partition leader epoch passbook stamps. Open's recovery and Verify both
-// call it (through segScanner.check), so they agree.
+// call it (through segScanner.checkPlace), so they agree.
 func checkFraming(h batch.Header) error {
 	if h.PartitionLeaderEpoch != LeaderEpoch {
 		return fmt.Errorf("%w: partition leader epoch %d, but passbook stamps %d on every batch (the field is outside the CRC)", ErrCorrupt, h.PartitionLeaderEpoch, LeaderEpoch)
