@@ -105,8 +105,8 @@ func (c *cluster) partsOf(ext *topicExtent, parts []int32) func(func(int32) bool
 // group has no members). Positions move only once out has the record's
 // line, and Commit commits them: what out has written.
 type kafkaConsumer struct {
-	cl     *kgo.Client
-	c      *cluster // the same client's admin
+	cl     *kgo.Client // the consumer's
+	c      *cluster    // an admin client of its own
 	ext    *topicExtent
 	o      *consumeOpts
 	direct bool
@@ -122,14 +122,15 @@ type kafkaConsumer struct {
 	cancel    context.CancelFunc
 }
 
-// hold takes partitions' positions (an assignment, or --partition).
-func (k *kafkaConsumer) hold(pos map[int32]int64) {
+// hold takes partitions' positions (an assignment, or --partition) and
+// where they stop without --follow (the heads when first held).
+func (k *kafkaConsumer) hold(pos map[int32]int64, head []int64) {
 	k.mu.Lock()
 	for p, at := range pos {
 		k.pos[p] = at
 		k.committed[p] = at // as on a data directory: only a partition read from is committed
 		if _, ok := k.heads[p]; !ok {
-			k.heads[p] = k.ext.head[p]
+			k.heads[p] = head[p]
 		}
 	}
 	k.mu.Unlock()
@@ -155,7 +156,7 @@ func (k *kafkaConsumer) adjust(ctx context.Context, assigned map[string]map[int3
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
-		k.hold(nil)
+		k.hold(nil, nil)
 		return assigned, nil
 	}
 	ext, err := k.c.extent(ctx, k.ext.name)
@@ -164,8 +165,7 @@ func (k *kafkaConsumer) adjust(ctx context.Context, assigned map[string]map[int3
 	}
 	var pos map[int32]int64
 	if err == nil {
-		k.ext.start, k.ext.head = ext.start, ext.head
-		pos, err = k.c.positions(ctx, k.ext, k.o, parts)
+		pos, err = k.c.positions(ctx, ext, k.o, parts)
 	}
 	if err != nil {
 		k.mu.Lock()
@@ -180,7 +180,7 @@ func (k *kafkaConsumer) adjust(ctx context.Context, assigned map[string]map[int3
 	for p, at := range pos {
 		out[p] = kgo.NewOffset().At(at).WithEpoch(-1)
 	}
-	k.hold(pos)
+	k.hold(pos, ext.head)
 	return map[string]map[int32]kgo.Offset{k.ext.name: out}, nil
 }
 
@@ -285,18 +285,21 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 		return err
 	}
 	ext, err := c.extent(ctx, topic)
-	if err == nil && o.partitions != nil {
-		_, err = c.targets(ctx, ext, consumer.Earliest(), o.partitions) // checks them
+	if err == nil {
+		err = checkPartitions(ext, o.partitions)
 	}
 	var pos map[int32]int64
 	if err == nil {
 		pos, err = c.positions(ctx, ext, o, o.partitions)
 	}
-	c.Close()
 	if err != nil {
+		c.Close()
 		return asUsage(err, "--from")
 	}
-	k := &kafkaConsumer{ext: ext, o: o, direct: o.partitions != nil, ready: make(chan struct{}),
+	// c stays open for the group's assignments and --partition's commits;
+	// the consumer has a client of its own.
+	defer c.Close()
+	k := &kafkaConsumer{c: c, ext: ext, o: o, direct: o.partitions != nil, ready: make(chan struct{}),
 		pos: map[int32]int64{}, committed: map[int32]int64{}, heads: map[int32]int64{}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -316,14 +319,14 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 			kgo.AdjustFetchOffsetsFn(k.adjust),
 			kgo.OnPartitionsRevoked(k.drop), kgo.OnPartitionsLost(k.drop))
 	}
-	k.c, err = b.dial(ctx, opts...)
+	consuming, err := b.dial(ctx, opts...)
 	if err != nil {
 		return err
 	}
-	k.cl = k.c.cl
+	k.cl = consuming.cl
 	defer k.cl.CloseAllowingRebalance()
 	if k.direct {
-		k.hold(pos)
+		k.hold(pos, ext.head)
 	}
 
 	total := int64(0)
@@ -412,4 +415,17 @@ func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
 			return err
 		}
 	}
+}
+
+// checkPartitions refuses a --partition the topic does not have, or one
+// named twice, as consumer.New does.
+func checkPartitions(ext *topicExtent, parts []int32) error {
+	seen := map[int32]bool{}
+	for _, p := range parts {
+		if p < 0 || int(p) >= ext.partitions || seen[p] {
+			return &consumer.PartitionError{Topic: ext.name, Partition: p, Partitions: ext.partitions, Duplicate: seen[p]}
+		}
+		seen[p] = true
+	}
+	return nil
 }

@@ -267,7 +267,9 @@ func remoteTopicDelete(ctx context.Context, e *env, b *brokerFlags, name string)
 		return err
 	}
 	defer c.Close()
-	if _, err := c.extent(ctx, name); err != nil {
+	if _, err := c.extent(ctx, name); errors.Is(err, passbook.ErrUnknownTopic) {
+		return fmt.Errorf("%w: %s", passbook.ErrUnknownTopic, name)
+	} else if err != nil {
 		return err
 	}
 	resp, err := c.adm.DeleteTopic(ctx, name)
@@ -275,7 +277,7 @@ func remoteTopicDelete(ctx context.Context, e *env, b *brokerFlags, name string)
 		err = resp.Err
 	}
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return unknownTopic(name)
+		return fmt.Errorf("%w: %s", passbook.ErrUnknownTopic, name)
 	}
 	if err != nil {
 		return fmt.Errorf("delete topic %s: %w", name, err)
