@@ -37,6 +37,8 @@ type Handler func(ctx context.Context, m Message) error
 type TxHandler func(ctx context.Context, tx *sql.Tx, m Message) error
 
 // Stop is returned by a handler to end a run cleanly.
+//
+//lint:ignore ST1012 a signal, not a failure, named like filepath.SkipDir
 var Stop = errors.New("consumer: stop")
 
 // Consumer is a named reader of a topic that keeps its own committed
