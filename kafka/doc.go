@@ -24,6 +24,9 @@
 //	groups.go          the group coordinator: groups, members, parked requests
 //	group.go           a group's state machine: joins, rebalances, timeouts
 //	producers.go       idempotent producers' state per partition
+//	tls.go             the TLS handshake of a connection, its principal
+//	sasl.go            SASL: the state of a connection, raw v0 tokens, sessions
+//	authorize.go       the ACL checks the handlers make, authorized operations
 //	00_produce.go      one file per API key, each opening with the versions
 //	01_fetch.go        it serves and what it does not do
 //	02_list_offsets.go
@@ -37,12 +40,19 @@
 //	14_sync_group.go
 //	15_describe_groups.go
 //	16_list_groups.go
+//	17_sasl_handshake.go
 //	18_api_versions.go
 //	19_create_topics.go
 //	20_delete_topics.go
 //	22_init_producer_id.go
+//	29_describe_acls.go
+//	30_create_acls.go
+//	31_delete_acls.go
 //	32_describe_configs.go
+//	36_sasl_authenticate.go
 //	42_delete_groups.go
+//	50_describe_user_scram_credentials.go
+//	51_alter_user_scram_credentials.go
 //
 // Adding an API is adding a file: its init function registers a handler
 // for a key and a version range, and ApiVersions advertises it.
@@ -84,6 +94,18 @@
 // five batches of each producer on each partition are remembered, so that
 // a retried batch gets its original offset back instead of being written
 // again. The state is rebuilt from the tail of the log after a restart.
+//
+// # Security
+//
+// Options.TLS makes every connection TLS, with the client certificate's
+// "User:CN" as the principal when the config requires one;
+// Options.SASLMechanisms requires SASL (PLAIN, SCRAM-SHA-256,
+// SCRAM-SHA-512, against Options.Users) before any other request, with
+// re-authentication when Options.ConnectionsMaxReauth bounds a session;
+// Options.Authorizer makes every handler check Kafka 4's ACLs, a denial
+// being an error code in the response. CreateAcls, DescribeAcls and
+// DeleteAcls change the Authorizer's store, the SCRAM credential APIs
+// the users.
 //
 // docs/kafka.md has the versions each client negotiates, the rules in
 // full, and the differences from Kafka.
