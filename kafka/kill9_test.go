@@ -18,6 +18,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/internal/leakcheck"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -40,7 +41,8 @@ func TestMain(m *testing.M) {
 	}
 	// Before any client: sarama reads it from its goroutines.
 	sarama.Logger = log.New(io.Discard, "", 0)
-	os.Exit(m.Run())
+	// And after the last test, no goroutine the tests started still runs.
+	os.Exit(leakcheck.Run(m))
 }
 
 // serveChild serves dir on a free loopback port, prints "ADDR host:port",

@@ -26,8 +26,10 @@ import (
 // only when some goroutine never ends.
 const Grace = 10 * time.Second
 
-// ignored are goroutines that belong to the runtime or the test binary,
-// not to the package: the signal loop os/signal starts once, for good.
+// ignored are goroutines that belong to the runtime, the test binary or
+// a library, not to the package, each started once for the process and
+// for good: the signal loop of os/signal, and the meter ticker of
+// go-metrics that sarama's first client starts.
 var ignored = []string{
 	"os/signal.signal_recv",
 	"os/signal.loop",
@@ -35,6 +37,7 @@ var ignored = []string{
 	"testing.(*M).",
 	"testing.tRunner",
 	"testing.runTests",
+	"github.com/rcrowley/go-metrics.(*meterArbiter).tick",
 }
 
 // Run runs the tests, then the package's cleanups (what it keeps for
