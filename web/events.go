@@ -70,11 +70,14 @@ type consumerGroup struct {
 	Updated   int64   `json:"updated"`   // Unix ms of the latest commit
 }
 
-// count works out the group's lag on each of t's partitions.
+// count works out the group's lag on each of t's partitions (0 on a
+// fenced one: it has no extent to count from).
 func (g *consumerGroup) count(t *topicState) {
 	g.Lag, g.Missed = make([]int64, len(g.Committed)), make([]int64, len(g.Committed))
 	for p, c := range g.Committed {
-		g.Lag[p], g.Missed[p] = consumer.LagOf(c, t.Partitions[p].Start, t.Partitions[p].Head)
+		if ps := t.Partitions[p]; ps.Fenced == "" {
+			g.Lag[p], g.Missed[p] = consumer.LagOf(c, ps.Start, ps.Head)
+		}
 	}
 }
 

@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/storage"
 )
 
 // TestLag_OneCountEverywhere checks that every door of the server shows
@@ -119,5 +124,74 @@ func TestLag_OneCountEverywhere(t *testing.T) {
 				moved[g.Consumer] = true
 			}
 		}
+	}
+}
+
+// TestLag_FencedPartitionCountsNoLag: a partition fenced at open has no
+// extent, so no lag is counted there (it was head 0 − committed, a
+// negative lag that cut the consumer's total); its committed offset is
+// still shown where it is.
+func TestLag_FencedPartitionCountsNoLag(t *testing.T) {
+	dir := t.TempDir()
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := db.CreateTopic("orders", passbook.TopicConfig{Partitions: 2, SegmentBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 { // one batch each, over several segments
+		for p := range int32(2) {
+			if _, err := topic.AppendTo(p, []passbook.Record{{Value: []byte("a record of some length")}}, storage.InOS); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for p := range int32(2) {
+		if err := db.Offsets().Commit(context.Background(), offsetsKey("billing", "orders", p), 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "topics", "orders", "1", "*.log"))
+	slices.Sort(segs)
+	if len(segs) < 3 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	os.Remove(segs[1]) // partition 1 is fenced at the next open
+
+	db, err = passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := NewServer(db, &Options{EventInterval: 50 * time.Millisecond})
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { s.Close() })
+	e := &env{t: t, db: db, s: s, ts: ts, url: ts.URL}
+
+	fams := e.scrape()
+	e.wantMetric(fams, 50, "passbook_consumer_lag_records", "consumer=billing", "topic=orders", "partition=0")
+	e.wantMetric(fams, 50, "passbook_consumer_committed_offset", "consumer=billing", "topic=orders", "partition=1")
+	for _, name := range []string{"passbook_consumer_lag_records", "passbook_consumer_missed_records"} {
+		if v, ok := value(fams, name, "consumer=billing", "topic=orders", "partition=1"); ok {
+			t.Errorf("%s on the fenced partition: %v", name, v)
+		}
+	}
+
+	var info consumerInfo
+	e.get("/api/consumers/billing").decode(t, &info)
+	if info.Lag != 50 || len(info.Topics) != 1 || len(info.Topics[0].Partitions) != 1 {
+		t.Errorf("GET /api/consumers/billing: lag %d, %+v; want 50, partition 0 only", info.Lag, info.Topics)
+	}
+
+	var snap update
+	if err := json.Unmarshal([]byte(e.openSSE("/api/events", nil).next(t, 5*time.Second).data), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Groups) != 1 || !slices.Equal(snap.Groups[0].Lag, []int64{50, 0}) || !slices.Equal(snap.Groups[0].Committed, []int64{50, 50}) {
+		t.Errorf("the dashboard's snapshot groups %+v: want committed [50 50], lag [50 0]", snap.Groups)
 	}
 }

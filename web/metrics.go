@@ -267,7 +267,10 @@ func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric, st storage.
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	type extent struct{ start, head int64 }
+	type extent struct {
+		start, head int64
+		open        bool // false: fenced, no extent to count lag from
+	}
 	extents := map[string][]extent{}
 	var recovery time.Duration
 	var torn int64
@@ -286,7 +289,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			refused.InvalidRecord += r.InvalidRecord
 			refused.TooLarge += r.TooLarge
 			refused.InvalidTimestamp += r.InvalidTimestamp
-			ext[p] = extent{l.StartOffset(), l.Head()}
+			ext[p] = extent{l.StartOffset(), l.Head(), true}
 			sum += ext[p].head
 			rec := l.Recovery()
 			recovery += rec.Duration
@@ -342,16 +345,19 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for p, x := range ext {
 			ps := strconv.Itoa(p)
 			off, ok := committed[int32(p)]
-			if !ok {
+			if ok {
+				ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(off), cons, topic, ps)
+			} else {
 				off = -1
+			}
+			if !x.open {
+				continue // a fenced partition: its lag is not known
 			}
 			lag, missed := consumer.LagOf(off, x.start, x.head)
 			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), cons, topic, ps)
-			if !ok {
-				continue
+			if ok {
+				ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(missed), cons, topic, ps)
 			}
-			ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(off), cons, topic, ps)
-			ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(missed), cons, topic, ps)
 		}
 	}
 }
