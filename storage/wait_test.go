@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,4 +166,65 @@ func TestWaitAny_NoGoroutinesPileUp(t *testing.T) {
 		t.Errorf("%d goroutines still waiting after the last WaitAny returned", n)
 	}
 	t.Logf("%d goroutines before the waits, %d after", base, runtime.NumGoroutine())
+}
+
+// waitGoroutines is the wait WaitAny replaced, for its benchmark: a
+// goroutine per log, the first to wake cancelling the others.
+func waitGoroutines(ctx context.Context, ws []WaitFor) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			if w.Log.Wait(ctx, w.Offset) == nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkWaitAny is one long-poll round trip over n logs: a waiter
+// blocks on all of them, an append to one (round robin) wakes it.
+func BenchmarkWaitAny(b *testing.B) {
+	for _, n := range []int{1, 64, 1000} {
+		for _, impl := range []struct {
+			name string
+			wait func(context.Context, []WaitFor)
+		}{
+			{"WaitAny", func(ctx context.Context, ws []WaitFor) { WaitAny(ctx, ws...) }},
+			{"goroutine_per_log", waitGoroutines},
+		} {
+			b.Run(fmt.Sprintf("logs=%d/%s", n, impl.name), func(b *testing.B) {
+				fs := vfs.NewMem()
+				logs := make([]*Log, n)
+				for i := range logs {
+					l, err := Open(fmt.Sprintf("/p%d", i), &Options{FS: fs})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer l.Close()
+					logs[i] = l
+				}
+				rec := recs(0, 1)
+				woke := make(chan struct{})
+				next := make(chan []WaitFor)
+				go func() {
+					for ws := range next {
+						impl.wait(context.Background(), ws)
+						woke <- struct{}{}
+					}
+				}()
+				defer close(next)
+				b.ResetTimer()
+				for i := range b.N {
+					next <- atHeads(logs)
+					if _, err := logs[i%n].Append(rec, InOS); err != nil {
+						b.Fatal(err)
+					}
+					<-woke
+				}
+			})
+		}
+	}
 }
