@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -232,7 +233,10 @@ func (b *brokerFlags) dial(ctx context.Context, extra ...kgo.Opt) (*cluster, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case errors.Is(err, kerr.SaslAuthenticationFailed):
+			return nil, fmt.Errorf("the Kafka brokers at %s refused the login of %s: %w", b.brokers, b.user, err)
+		case errors.Is(err, context.DeadlineExceeded):
 			err = fmt.Errorf("no answer within %s", reachTimeout)
 		}
 		return nil, fmt.Errorf("cannot reach the Kafka brokers at %s: %w", b.brokers, err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/passbook-log/passbook/internal/testcerts"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -451,6 +452,9 @@ func TestBrokers_Kill9(t *testing.T) {
 				cmd, done := startConsume(t, dir, out, name, remote...)
 				exited, err := waitForOutput(out, target, done)
 				if !exited {
+					// Then up to 2 ms more, so that the kill lands anywhere
+					// in the cycle of fetching, writing and committing.
+					time.Sleep(time.Duration(rng.Int64N(int64(2 * time.Millisecond))))
 					cmd.Process.Kill() // SIGKILL, of this test's own child only
 					err = <-done
 					if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
@@ -479,6 +483,51 @@ func TestBrokers_Kill9(t *testing.T) {
 				if twice > tc.maxTwice || missing > tc.maxMissing {
 					t.Errorf("round %d: %d twice, %d missing; want at most %d and %d", round, twice, missing, tc.maxTwice, tc.maxMissing)
 				}
+			}
+		})
+	}
+}
+
+// TestBrokers_SCRAMOverTLS: the data commands against passbook serve
+// with TLS and SASL SCRAM-SHA-512 (--tls-ca, --sasl-mechanism, --user,
+// the password on standard input or in PASSBOOK_PASSWORD); a wrong
+// password, an untrusted certificate and no SASL at all are refused
+// (exit 1, saying why), and nothing is written by them.
+func TestBrokers_SCRAMOverTLS(t *testing.T) {
+	quickExit(t)
+	dir := t.TempDir()
+	certs := testcerts.Write(t, t.TempDir(), "alice")
+	if _, stderr, code := runBinary(t, "", "s3cret\n", "--data", dir, "user", "add", "alice", "--password-stdin", "--mechanism", "scram-sha-512"); code != 0 {
+		t.Fatalf("user add: exit %d: %s", code, stderr)
+	}
+	srv, _, _ := launchServe(t, dir, 20*time.Second, 15*time.Second, "--tls-cert", certs.CertFile, "--tls-key", certs.KeyFile, "--sasl", "scram-sha-512")
+	secure := []string{"--brokers", srv.kafkaAddr, "--tls-ca", certs.CAFile, "--sasl-mechanism", "scram-sha-512", "--user", "alice"}
+	withStdin := append(slices.Clip(secure), "--password-stdin")
+	env := append(binaryEnv(), "PASSBOOK_PASSWORD=s3cret")
+	for _, tc := range []struct {
+		env          []string
+		stdin        string
+		args, flags  []string
+		code         int
+		stdout, says string
+	}{
+		{stdin: "s3cret\n", args: []string{"topic", "create", "t", "--partitions", "2"}, flags: withStdin, stdout: "created topic t with 2 partitions\n"},
+		{env: env, stdin: "one\ntwo\nthree\n", args: []string{"produce", "t", "--print-offsets"}, flags: secure, stdout: "0:0\n1:0\n0:1\n"},
+		{stdin: "s3cret\n", args: []string{"consume", "t", "--consumer", "c", "--partition", "0"}, flags: withStdin, stdout: "one\nthree\n"},
+		{env: env, args: []string{"offsets", "list"}, flags: secure, stdout: "CONSUMER  TOPIC  PARTITION  COMMITTED  UPDATED\nc         t      0          2          -\n"},
+		{env: env, args: []string{"lag"}, flags: secure, stdout: "  CONSUMER  TOPIC  PARTITION  COMMITTED  HEAD  LAG  MISSED\n" +
+			"         c      t          0          2     2    0       0\n         c      t          1          -     1    1       0\n"},
+		{stdin: "wrong\n", args: []string{"produce", "t", "--file", "/dev/null"}, flags: withStdin, code: 1, says: "the Kafka brokers at " + srv.kafkaAddr + " refused the login of alice: SASL_AUTHENTICATION_FAILED"},
+		{stdin: "s3cret\n", args: []string{"topic", "list"}, flags: []string{"--brokers", srv.kafkaAddr, "--tls", "--sasl-mechanism", "scram-sha-512", "--user", "alice", "--password-stdin"},
+			code: 1, says: "certificate signed by unknown authority"},
+		{args: []string{"topic", "list"}, flags: []string{"--brokers", srv.kafkaAddr, "--tls-ca", certs.CAFile}, code: 1, says: "cannot reach the Kafka brokers at " + srv.kafkaAddr},
+		{env: env, args: []string{"topic", "list"}, flags: secure, stdout: "  TOPIC  PARTITIONS  RECORDS  BYTES\n      t           2        3      -\n"},
+	} {
+		t.Run(strings.Join(append(slices.Clip(tc.args), tc.flags[len(tc.flags)-1]), " "), func(t *testing.T) {
+			args := append(slices.Clip(tc.args), tc.flags...)
+			stdout, stderr, code := runProcess(t, passbookBinary(t), "", append(binaryEnv(), tc.env...), tc.stdin, args...)
+			if code != tc.code || (tc.code == 0 && stdout != tc.stdout) || !strings.Contains(stderr, tc.says) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, %q, saying %q", code, stdout, stderr, tc.code, tc.stdout, tc.says)
 			}
 		})
 	}
