@@ -55,11 +55,20 @@ func OpenTokens(dataDir string) (*Tokens, error) {
 
 var tokenName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
+// ValidateTokenName reports what is wrong with a token's name, if
+// anything.
+func ValidateTokenName(name string) error {
+	if !tokenName.MatchString(name) {
+		return fmt.Errorf("%w token name %q: 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, name)
+	}
+	return nil
+}
+
 // Create makes a token for user and returns its secret, which is shown
 // only now.
 func (t *Tokens) Create(name, user string) (string, error) {
-	if !tokenName.MatchString(name) {
-		return "", fmt.Errorf("%w token name %q: 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, name)
+	if err := ValidateTokenName(name); err != nil {
+		return "", err
 	}
 	if err := ValidateName(user); err != nil {
 		return "", err

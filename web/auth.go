@@ -201,6 +201,10 @@ func (a *authn) credentials(r *http.Request) (identity, string, error) {
 				}
 				return identity{}, authBearer, err
 			}
+			if !a.userExists(user) {
+				// A token stands for a user: deleting the user ends it too.
+				return identity{}, authBearer, errors.New("the token's user no longer exists")
+			}
 			return identity{user: user, method: authBearer}, authBearer, nil
 		default:
 			return identity{}, authBasic, errors.New("the Authorization header's scheme is not Basic or Bearer")

@@ -237,6 +237,21 @@ func TestAuth_Login(t *testing.T) {
 	}
 	e.s.authn.mu.Unlock()
 	e.want(e.send(request{method: "GET", path: "/api/topics", header: bob}), 401, CodeUnauthorized)
+
+	// So does a deleted user's token.
+	if err := e.users.Set("carol", auth.SCRAMSHA256, []byte("carol-pw"), 0); err != nil {
+		t.Fatal(err)
+	}
+	token, err := e.tokens.Create("carols", "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := map[string]string{"Authorization": "Bearer " + token}
+	e.want(e.send(request{method: "GET", path: "/api/topics", header: bearer}), 200, "")
+	if err := e.users.Delete("carol", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.want(e.send(request{method: "GET", path: "/api/topics", header: bearer}), 401, CodeUnauthorized)
 }
 
 // Sessions are bounded: past maxSessions the oldest ends.

@@ -90,6 +90,16 @@ func (s *securityFlags) apply(dataDir, kafkaAddr, httpAddr string, ko *kafka.Opt
 	if s.reauth > 0 && len(mechs) == 0 {
 		return nil, usagef("--connections-max-reauth is the lifetime of a SASL session: it needs --sasl")
 	}
+	for _, o := range wo.CORSOrigins {
+		if err := web.ValidateOrigin(o); err != nil {
+			return nil, usagef("--http-cors-origin: %v", err)
+		}
+	}
+	for _, h := range wo.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return nil, usagef("--http-allowed-hosts %q: want a host name or address (any port), or * behind a proxy that checks the Host itself", h)
+		}
+	}
 	if len(s.superUsers) > 0 && !s.authorize {
 		return nil, usagef("--super-users are exempt from ACLs: they need --authorize")
 	}

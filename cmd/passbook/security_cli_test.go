@@ -134,6 +134,14 @@ func TestTokenCLI(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		return runBinary(t, dir, "", append([]string{"--data", "data"}, args...)...)
 	}
+	if _, errOut, code := run("token", "create", "ci", "--user", "alice"); code != 1 || !strings.Contains(errOut, `no such user "alice"`) {
+		t.Errorf("a token for an unknown user: exit %d, %s", code, errOut)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		if _, errOut, code := runBinary(t, dir, "pw\n", "--data", "data", "user", "add", u, "--password-stdin"); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
 	secret, errOut, code := run("token", "create", "ci", "--user", "alice")
 	secret = strings.TrimSpace(secret)
 	if code != 0 || !strings.HasPrefix(secret, "pbk_") || strings.Contains(secret, "\n") || !strings.Contains(errOut, "not shown again") {
@@ -187,6 +195,9 @@ func TestServe_SecurityFlagsRefused(t *testing.T) {
 		{[]string{"--connections-max-reauth", "1m"}, "it needs --sasl"},
 		{[]string{"--sasl", "scram-sha-512", "--connections-max-reauth", "-1s"}, "negative"},
 		{[]string{"--http-metrics-auth"}, "needs authentication on"},
+		{[]string{"--http-cors-origin", "*"}, "--http-cors-origin"},
+		{[]string{"--http-cors-origin", "app.example"}, "want scheme://host"},
+		{[]string{"--http-allowed-hosts", "a/b"}, "--http-allowed-hosts"},
 	}
 	for _, tt := range tests {
 		data := filepath.Join(t.TempDir(), "data")

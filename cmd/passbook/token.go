@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -15,7 +16,8 @@ func newTokenCmd(e *env) *cobra.Command {
 		Use:   "token",
 		Short: "Create, list and revoke bearer tokens for the HTTP API",
 		Long: `Manage bearer tokens for the HTTP API: a token stands for a user (its ACLs
-apply) until it is revoked, and is sent as 'Authorization: Bearer TOKEN'.
+apply) until it is revoked or the user deleted, and is sent as
+'Authorization: Bearer TOKEN'.
 Only a SHA-256 of each token is stored (DIR/security/tokens.json). A running
 'passbook serve' sees a change within a second.`,
 	})
@@ -35,8 +37,22 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 			if user == "" {
 				return usagef("--user is required: the user the token stands for")
 			}
+			if err := auth.ValidateTokenName(args[0]); err != nil {
+				return usageError{err}
+			}
 			if err := auth.ValidateName(user); err != nil {
 				return usageError{err}
+			}
+			users, err := auth.OpenUsers(e.data)
+			if err != nil {
+				return err
+			}
+			list, err := users.List()
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(list, func(u auth.UserInfo) bool { return u.Name == user }) {
+				return fmt.Errorf("%w %q: a token stands for a user, and ends with it (add one: passbook user add %s --password-stdin)", auth.ErrUnknownUser, user, user)
 			}
 			toks, err := auth.OpenTokens(e.data)
 			if err != nil {
