@@ -292,6 +292,10 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 	if err == nil {
 		pos, err = c.positions(ctx, ext, o, o.partitions)
 	}
+	if err == nil && o.partitions != nil && o.mode != consumer.CommitNone {
+		// Not a member, it could not commit into a group that has some.
+		err = c.refuseLive(ctx, o.name, "consume --partition")
+	}
 	if err != nil {
 		c.Close()
 		return asUsage(err, "--from")

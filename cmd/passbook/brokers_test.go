@@ -303,6 +303,7 @@ func TestBrokers_BadFlags(t *testing.T) {
 		{args: []string{"lag", "--brokers", dead}, code: 1, contains: "cannot reach the Kafka brokers at " + dead},
 		{env: []string{"PASSBOOK_BROKERS=" + dead}, args: []string{"topic", "list"}, code: 1, contains: "cannot reach the Kafka brokers at " + dead},
 		{args: []string{"consume", "t", "--consumer", "c", "--brokers", dead, "--follow"}, code: 1, contains: "cannot reach the Kafka brokers at " + dead},
+		{env: []string{"PASSBOOK_BROKERS=" + dead}, args: []string{"lag", "--data", "x"}, code: 1, contains: "no data directory"}, // --data wins over the environment
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()

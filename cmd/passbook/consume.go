@@ -60,7 +60,18 @@ record, nothing re-delivered — and exits with 130 or 143.
 
 Without --follow it stops at the head. An --from offset outside a partition
 (below its log start or past its head) or an unknown --partition is bad
-input: exit 2, nothing read or committed.`,
+input: exit 2, nothing read or committed.
+
+With --brokers (or $PASSBOOK_BROKERS) it reads over the Kafka protocol from
+a running passbook serve or any Kafka cluster, and the consumer name is a
+consumer group id: it joins the group (partitions are shared among the
+group's members, as Kafka's consumers share them) and commits to it, with
+the same --commit modes and the same rule: nothing is committed before its
+line is written. A consumer killed with kill -9 stays a member until
+--session-timeout passes; a new run of it waits that long for its
+partitions. With --partition it reads those partitions without joining and
+commits as the group's admin, which Kafka allows only while the group has
+no members.`,
 		Example: `  passbook consume orders --consumer orders-writer
   passbook consume orders --consumer analytics-v2 --from earliest --format json --max 10
   passbook consume orders --consumer tail --from latest --follow`,

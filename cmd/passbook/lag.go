@@ -65,8 +65,11 @@ and a topic that exists: a name that matches nothing is an error (exit 1)
 that lists the names there are, not an empty table.
 
 Like every command that opens the data directory, lag refuses while
-another process (passbook serve, a consume) has it open, naming its pid;
-the dashboard and /api/consumers of a running serve --http show the same.
+another process (passbook serve, a consume) has it open, naming its pid:
+ask the running server instead with --brokers (its Kafka address), which
+shows every consumer group as kafka-consumer-groups --describe does (the
+committed offset, the log end offset and the lag per partition) — and works
+against any Kafka cluster.
 
 --json prints an array of objects with snake_case keys: consumer, topic,
 partition, committed (the next offset to read; -1: nothing committed),

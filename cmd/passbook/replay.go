@@ -25,7 +25,11 @@ refuses while the consumer is running.
 
 A consumer that has committed nothing on the topic is refused, with the
 names of those that have, so that a typo does not start a new consumer:
-pass --create to make it (it then starts where --to says).`,
+pass --create to make it (it then starts where --to says).
+
+With --brokers the consumer is a consumer group: replay resets its offsets
+as kafka-consumer-groups --reset-offsets --execute does, and refuses (exit
+1) while the group has live members.`,
 		Example: `  passbook replay orders --consumer analytics-v2 --to earliest
   passbook replay orders --consumer billing --to 2026-11-28T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
