@@ -97,11 +97,11 @@ func ScanSegment(fsys vfs.FS, path string, base int64) iter.Seq2[SegmentBatch, e
 
 // segScanner is the one segment walker: it reads a segment file batch by
 // batch and holds the one rule of what a stored batch must be to fit its
-// place — its framing (checkFraming), its base offset following the one
-// before (or, after damage, not going back), its record count and last
-// offset delta agreeing (except in a cleaned segment, see the package
-// doc's gap rule), its end not past the next segment's base, and, unless
-// trusted, its CRC-32C and every record decoding at its offset. Open's
+// place — its base offset following the one before (or, after damage,
+// not going back) and, unless trusted, its framing (checkFraming), its
+// record count and last offset delta agreeing (except in a cleaned
+// segment, see the package doc's gap rule), its end not past the next
+// segment's base, its CRC-32C and every record decoding at its offset. Open's
 // recovery (Log.rebuild, Log.loadFromIndex), a failed write's recovery
 // (Log.recoverWritesLocked), Verify (scanOneSegment) and ScanSegment all
 // walk with it, so that they agree on what is damage; they differ only in
@@ -115,8 +115,10 @@ type segScanner struct {
 	jump   bool  // after damage: the next batch may start past expect
 	limit  int64 // batches end by this offset (the next segment's base); −1: no limit
 	// trusted: the segment's index files vouch for its batches (a clean
-	// shutdown): each batch's place is checked, not its CRC or records,
-	// which readers check as they read them.
+	// shutdown, or a closed segment): only the offset chain is checked,
+	// to find the segment's end; the rest readers check batch by batch as
+	// they read, and Verify reports (a bad batch in such a segment does
+	// not stop Open).
 	trusted bool
 	scratch []byte // validAt's buffer
 	window  []byte // resync's buffer
@@ -204,7 +206,7 @@ func (sc *segScanner) read() (SegmentBatch, error) {
 	switch {
 	case err != nil:
 	case sc.trusted:
-		err = sc.checkPlace(h)
+		err = sc.checkChain(h)
 	default:
 		if _, err = batch.Check(b); err == nil {
 			crcOK = true
@@ -224,15 +226,25 @@ func (sc *segScanner) read() (SegmentBatch, error) {
 	return SegmentBatch{Pos: pos, Size: size, Header: h, HeaderOK: headerOK, CRCOK: crcOK, Err: err}, nil
 }
 
+// checkChain checks that a batch's base offset follows the one before
+// it: the expected one, or after damage one not before it.
+func (sc *segScanner) checkChain(h batch.Header) error {
+	if h.BaseOffset < sc.expect || h.BaseOffset > sc.expect && !sc.jump {
+		return fmt.Errorf("%w: batch has base offset %d, want %d", ErrCorrupt, h.BaseOffset, sc.expect)
+	}
+	return nil
+}
+
 // checkPlace checks that a batch's header fits where it was read: the
-// fields outside the CRC, its offsets and its record count.
+// fields outside the CRC, its offset chain and its record count.
 func (sc *segScanner) checkPlace(h batch.Header) error {
 	if err := checkFraming(h); err != nil {
 		return err
 	}
+	if err := sc.checkChain(h); err != nil {
+		return err
+	}
 	switch {
-	case h.BaseOffset < sc.expect || h.BaseOffset > sc.expect && !sc.jump:
-		return fmt.Errorf("%w: batch has base offset %d, want %d", ErrCorrupt, h.BaseOffset, sc.expect)
 	case h.RecordCount < 1 && !sc.gaps:
 		return fmt.Errorf("%w: batch has no records", ErrCorrupt)
 	case h.LastOffsetDelta != h.RecordCount-1 && !sc.gaps, h.RecordCount > h.LastOffsetDelta+1:
