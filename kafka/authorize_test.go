@@ -237,6 +237,20 @@ var aclOps = map[string]func(t *testing.T, w *aclWorld) int16{
 		req.Topics = append(req.Topics, rt)
 		return seedRequest[*kmsg.CreateTopicsResponse](t, w.alice, req).Topics[0].ErrorCode
 	},
+	"CreateTopics new-N, its configs in the response": func(t *testing.T, w *aclWorld) int16 {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = w.fresh("new"), 2, 1
+		req.Topics = append(req.Topics, rt)
+		ct := seedRequest[*kmsg.CreateTopicsResponse](t, w.alice, req).Topics[0]
+		if ct.ErrorCode != 0 {
+			t.Fatalf("create: error %d", ct.ErrorCode)
+		}
+		if shown := len(ct.Configs) > 0 && ct.NumPartitions == 2; shown != (ct.ConfigErrorCode == 0) {
+			t.Fatalf("config error %d with %d configs and %d partitions", ct.ConfigErrorCode, len(ct.Configs), ct.NumPartitions)
+		}
+		return ct.ConfigErrorCode
+	},
 	"DeleteTopics doomed-N": func(t *testing.T, w *aclWorld) int16 {
 		name := w.fresh("doomed")
 		w.ts.createTopic(t, name, 1)
@@ -432,6 +446,8 @@ func TestACL_Matrix(t *testing.T) {
 		{"CreateTopics new-N", "no ACL", nil, topicNo},
 		{"CreateTopics new-N", "Create on the cluster", []acl.Binding{clusterACL(acl.Create)}, ok},
 		{"CreateTopics new-N", "prefixed Create on the topic", []acl.Binding{topicACL(P, "new-", acl.Create)}, ok},
+		{"CreateTopics new-N, its configs in the response", "Create without DescribeConfigs", []acl.Binding{clusterACL(acl.Create)}, topicNo},
+		{"CreateTopics new-N, its configs in the response", "and DescribeConfigs", []acl.Binding{clusterACL(acl.Create), topicACL(P, "new-", acl.DescribeConfigs)}, ok},
 		{"DeleteTopics doomed-N", "no ACL", nil, topicNo},
 		{"DeleteTopics doomed-N", "prefixed Delete", []acl.Binding{topicACL(P, "doomed", acl.Delete)}, ok},
 		{"DeleteTopics doomed-N", "Delete on another topic", []acl.Binding{topicACL(acl.Literal, "orders", acl.Delete)}, topicNo},
