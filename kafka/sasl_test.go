@@ -472,3 +472,24 @@ func TestTLS_Franz(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the server counts after it gives up on the handshake
 	}
 }
+
+// A connection that never finishes its TLS handshake is closed at the
+// request timeout, and counted; it held a place among the connections
+// meanwhile, as any connection does.
+func TestTLS_HandshakeTimeout(t *testing.T) {
+	set := certs(t, "unused")
+	ts := startServer(t, &Options{TLS: set.ServerConfig(false), RequestTimeout: 300 * time.Millisecond})
+	r := dialRaw(t, ts.addr)
+	for ts.srv.Stats().Connections != 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !r.closedByServer() {
+		t.Fatal("a connection without a handshake is still open")
+	}
+	for metricValue(t, ts.srv, "passbook_kafka_tls_handshake_failures_total") != 1 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for ts.srv.Stats().Connections != 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
