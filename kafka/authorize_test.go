@@ -583,3 +583,43 @@ func TestACL_MTLS_PrincipalIsCommonName(t *testing.T) {
 		t.Fatal("a client without a certificate was served")
 	}
 }
+
+// Metadata v8–v10 reports the cluster's authorized operations when
+// asked: every one for a super user, those its ACLs allow for another.
+func TestACL_Metadata_ClusterAuthorizedOperations(t *testing.T) {
+	w := newACLWorld(t)
+	w.grant(t, clusterACL(acl.Describe), clusterACL(acl.IdempotentWrite))
+	for _, tc := range []struct {
+		user string
+		want int32
+	}{
+		{"admin", 1<<acl.Create | 1<<acl.ClusterAction | 1<<acl.DescribeConfigs | 1<<acl.AlterConfigs | 1<<acl.IdempotentWrite | 1<<acl.Alter | 1<<acl.Describe},
+		{"alice", 1<<acl.Describe | 1<<acl.IdempotentWrite},
+		{"bob", 0},
+	} {
+		r := dialRaw(t, w.ts.addr)
+		if resp := r.authenticatePlain(2, tc.user, testUsers[tc.user]); resp.ErrorCode != 0 {
+			t.Fatalf("%s: error %d", tc.user, resp.ErrorCode)
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version, req.IncludeClusterAuthorizedOperations = 10, true
+		if got := r.do(req).(*kmsg.MetadataResponse).AuthorizedOperations; got != tc.want {
+			t.Errorf("%s: cluster authorized operations %b, want %b", tc.user, got, tc.want)
+		}
+	}
+}
+
+// Before authentication a frame is bounded by Kafka's
+// sasl.server.max.receive.size (512 KiB): a larger one closes the
+// connection before it is read.
+func TestSASL_LargeFrameBeforeAuthentication_Closes(t *testing.T) {
+	ts := startServer(t, saslOptions(t))
+	r := dialRaw(t, ts.addr)
+	r.write([]byte{0, 8, 0, 1}) // 512 KiB + 1
+	if !r.closedByServer() {
+		t.Fatal("connection open")
+	}
+	if n := ts.srv.Stats().Closed[closeTooLarge]; n != 1 {
+		t.Fatalf("closed as too large: %d", n)
+	}
+}
