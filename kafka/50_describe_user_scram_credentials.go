@@ -39,7 +39,7 @@ func scramMechanismType(name string) int8 {
 	return 0
 }
 
-var noUsers = "no user store: start passbook serve with --sasl"
+var noUsers = "no user store: kafka.Options.Users is not set"
 
 func describeUserSCRAMCredentials(_ context.Context, c *conn, req *kmsg.DescribeUserSCRAMCredentialsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
