@@ -25,11 +25,20 @@ import (
 // --brokers takes them.
 func kfakeBrokers(t *testing.T) string {
 	t.Helper()
+	// Three distinct free ports: each listener is held until all three
+	// are picked (one closed at once may be handed out again).
 	var ports []int
+	var held []net.Listener
 	for range 3 {
-		_, port, _ := net.SplitHostPort(freePort(t))
-		n, _ := strconv.Atoi(port)
-		ports = append(ports, n)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range held {
+		ln.Close()
 	}
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.Ports(ports...), kfake.GroupMinSessionTimeout(time.Second))
 	if err != nil {
