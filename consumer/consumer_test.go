@@ -62,16 +62,22 @@ func (tl tally) summary(n int) (total, missed, duplicated int, dups []int64) {
 // each record and crashes right after processing offset 59,999, before
 // (or, with CommitBefore, after) committing; a new consumer with the same
 // name resumes from the committed offset.
+//
+// -short (the quick tier) runs it on a tenth of the records: 10,000,
+// crashing after offset 5,999.
 func TestConsumer_CrashAndResume(t *testing.T) {
-	const n, crashAt = 100_000, 59_999
+	n, crashAt := 100_000, int64(59_999)
+	if testing.Short() {
+		n, crashAt = 10_000, 5_999
+	}
 	for _, tc := range []struct {
 		commit                    consumer.Commit
 		resumeFrom                int64
 		total, missed, duplicated int
 		wantDups                  []int64
 	}{
-		{consumer.CommitAfter, 59_999, 100_001, 0, 1, []int64{59_999}},
-		{consumer.CommitBefore, 60_000, 99_999, 1, 0, nil},
+		{consumer.CommitAfter, crashAt, n + 1, 0, 1, []int64{crashAt}},
+		{consumer.CommitBefore, crashAt + 1, n - 1, 1, 0, nil},
 	} {
 		t.Run(tc.commit.String(), func(t *testing.T) {
 			db, topic := openOrders(t, n)
@@ -114,7 +120,7 @@ func TestConsumer_CrashAndResume(t *testing.T) {
 				t.Fatalf("total %d missed %d duplicated %d at %v; want %d, %d, %d at %v",
 					total, missed, duplicated, dups, tc.total, tc.missed, tc.duplicated, tc.wantDups)
 			}
-			if got, _ := db.Offsets().Committed(ctx, offsets.Key{Consumer: "orders-writer", Topic: "orders"}); got != n {
+			if got, _ := db.Offsets().Committed(ctx, offsets.Key{Consumer: "orders-writer", Topic: "orders"}); got != int64(n) {
 				t.Fatalf("committed after the run = %d, want %d", got, n)
 			}
 		})
@@ -122,10 +128,14 @@ func TestConsumer_CrashAndResume(t *testing.T) {
 }
 
 // TestConsumer_Replay is the seed's Part 3: a new consumer replays all of
-// history from offset 0 while the first stays where it is.
+// history from offset 0 while the first stays where it is (10,000
+// records under -short).
 func TestConsumer_Replay(t *testing.T) {
-	const n = 100_000
-	db, topic := openOrders(t, n)
+	n := int64(100_000)
+	if testing.Short() {
+		n = 10_000
+	}
+	db, topic := openOrders(t, int(n))
 	ctx := context.Background()
 	key := offsets.Key{Consumer: "orders-writer", Topic: "orders"}
 	if err := db.Offsets().Commit(ctx, key, n); err != nil {
