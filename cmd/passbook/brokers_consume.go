@@ -321,6 +321,11 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 			kgo.SessionTimeout(o.sessionTimeout), kgo.HeartbeatInterval(max(o.sessionTimeout/5, 100*time.Millisecond)),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.AdjustFetchOffsetsFn(k.adjust),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+				if len(assigned[topic]) == 0 {
+					k.hold(nil, nil) // the group's other members have every partition: nothing to read
+				}
+			}),
 			kgo.OnPartitionsRevoked(k.drop), kgo.OnPartitionsLost(k.drop))
 	}
 	consuming, err := b.dial(ctx, opts...)

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook/internal/testcerts"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // kfakeBrokers starts franz-go's kfake as a three-broker cluster in this
@@ -254,7 +256,12 @@ func TestBrokers_Kfake(t *testing.T) {
     "start": 0,
     "head": 3,
     "lag": 2,`},
-		{args: []string{"offsets", "delete", "--consumer", "billing", "--topic", "orders"}, stdout: "deleted 3 committed offsets of billing\n"},
+		{args: []string{"topic", "create", "other"}, stdout: "created topic other with 1 partition\n"},
+		{args: []string{"produce", "other"}, stdin: "z\n"},
+		{args: []string{"consume", "other", "--consumer", "billing"}, stdout: "z\n"},
+		{args: []string{"offsets", "delete", "--consumer", "billing", "--topic", "other"}, stdout: "deleted 1 committed offset of billing\n"}, // OffsetDelete
+		{args: []string{"offsets", "list", "--consumer", "billing", "--topic", "other"}, stdout: "CONSUMER  TOPIC  PARTITION  COMMITTED  UPDATED\n"},
+		{args: []string{"offsets", "delete", "--consumer", "billing", "--topic", "orders"}, stdout: "deleted 3 committed offsets of billing\n"}, // DeleteGroups: all it had
 		{args: []string{"lag"}, stdout: "no consumer has committed an offset yet\n"},
 		{args: []string{"topic", "delete", "prices"}, stdout: "deleted topic prices\n"},
 		{args: []string{"topic", "describe", "prices"}, code: 1, contains: "passbook: unknown topic: prices"},
@@ -541,4 +548,119 @@ func TestBrokers_SCRAMOverTLS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBrokers_GroupShares: two `consume --follow` of one consumer group
+// against passbook serve share the topic's partitions, each record going
+// to one of them; when one stops (SIGTERM), the other takes over its
+// partitions from what it committed: nothing lost, nothing read twice
+// (the stopped one committed what it wrote). A third without --follow
+// finds nothing left to read.
+func TestBrokers_GroupShares(t *testing.T) {
+	quickExit(t)
+	srv := startServe(t)
+	b := []string{"--brokers", srv.kafkaAddr}
+	if _, stderr, code := runBinary(t, "", "", append(b, "topic", "create", "t", "--partitions", "4")...); code != 0 {
+		t.Fatalf("topic create: %s", stderr)
+	}
+	dir := t.TempDir()
+	outA, outB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	follow := append(slices.Clip(b), "--follow", "--session-timeout", "2s")
+	a, doneA := startConsume(t, "", outA, "shared", follow...)
+	bb, doneB := startConsume(t, "", outB, "shared", follow...)
+	produce := func(from, n int) {
+		t.Helper()
+		var in strings.Builder
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(&in, "v-%07d\n", i)
+		}
+		if _, stderr, code := runBinary(t, "", in.String(), append(b, "produce", "t")...); code != 0 {
+			t.Fatalf("produce: exit %d: %s", code, stderr)
+		}
+	}
+	// waitAll waits until the two outputs hold every one of the first n
+	// values (or a consumer exits: a failure).
+	waitAll := func(n int, done ...<-chan error) {
+		t.Helper()
+		for {
+			for _, d := range done {
+				select {
+				case err := <-d:
+					t.Fatalf("a consumer exited: %v", err)
+				default:
+				}
+			}
+			x, _ := os.ReadFile(outA)
+			y, _ := os.ReadFile(outB)
+			if _, missing, _ := delivery(t, n, x, y); missing == 0 {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Both are members, each with partitions, before anything is written
+	// (else the first to join could read it all before the other joins).
+	adm := kadmClient(t, srv.kafkaAddr)
+	for shared := false; !shared; time.Sleep(20 * time.Millisecond) {
+		for _, d := range []<-chan error{doneA, doneB} {
+			select {
+			case err := <-d:
+				t.Fatalf("a consumer exited: %v", err)
+			default:
+			}
+		}
+		dg, err := adm.DescribeGroups(t.Context(), "shared")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := dg["shared"]
+		shared = len(g.Members) == 2 && g.State == "Stable"
+		for _, m := range g.Members {
+			if ca, ok := m.Assigned.AsConsumer(); !ok || len(ca.Topics) == 0 || len(ca.Topics[0].Partitions) == 0 {
+				shared = false
+			}
+		}
+	}
+	const n = 4000
+	produce(0, n)
+	waitAll(n, doneA, doneB)
+	stop := func(cmd *exec.Cmd, done <-chan error) {
+		t.Helper()
+		cmd.Process.Signal(syscall.SIGTERM) // this test's own child
+		<-done
+		if code := cmd.ProcessState.ExitCode(); code != 143 {
+			t.Fatalf("consume after SIGTERM: exit %d, want 143", code)
+		}
+	}
+	began := time.Now()
+	stop(a, doneA)
+	produce(n, n)
+	waitAll(2*n, doneB)
+	t.Logf("the second consumer had the first's partitions and read their records %s after the first was stopped", time.Since(began).Round(time.Millisecond))
+	stop(bb, doneB)
+	x, _ := os.ReadFile(outA)
+	y, _ := os.ReadFile(outB)
+	_, missing, twice := delivery(t, 2*n, x, y)
+	t.Logf("first consumer: %d lines, second: %d", len(lines(x)), len(lines(y)))
+	if missing > 0 || twice > 0 {
+		t.Errorf("%d records missing, %d read twice; want every one once", missing, twice)
+	}
+	if len(lines(x)) == 0 || len(lines(x)) == 2*n {
+		t.Errorf("the first consumer read %d of the first %d records: the group did not share the partitions", len(lines(x)), n)
+	}
+	if rest, stderr, code := runBinary(t, "", "", append(b, "consume", "t", "--consumer", "shared")...); code != 0 || rest != "" {
+		t.Errorf("a third run: exit %d, %d bytes read (%s); want nothing left", code, len(rest), stderr)
+	}
+}
+
+// kadmClient is an admin client of the brokers at addr, closed at the
+// end of the test.
+func kadmClient(t *testing.T, addr string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
 }
