@@ -102,11 +102,11 @@ func (c *cluster) refuseLive(ctx context.Context, group, what string) error {
 // commit commits offs for group on topic as an admin (no generation:
 // Kafka takes it only while the group has no members).
 func (c *cluster) commit(ctx context.Context, group, topic string, offs map[int32]int64) error {
-	os := kadm.Offsets{}
+	to := kadm.Offsets{}
 	for p, at := range offs {
-		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+		to.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
 	}
-	resp, err := c.adm.CommitOffsets(ctx, group, os)
+	resp, err := c.adm.CommitOffsets(ctx, group, to)
 	if err == nil {
 		err = resp.Error()
 	}

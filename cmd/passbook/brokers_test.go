@@ -199,18 +199,16 @@ func sortedLines(s string) string {
 }
 
 // firstColumns keeps the first n whitespace-separated fields of each
-// line (lines of fewer are kept whole).
+// line, and only the label of topic describe's durability (the server's
+// over Kafka).
 func firstColumns(s string, n int) string {
 	var b strings.Builder
 	for line := range strings.SplitSeq(s, "\n") {
 		f := strings.Fields(line)
-		if len(f) > n && !strings.HasPrefix(line, "  durability:") {
-			f = f[:n]
-		}
 		if strings.HasPrefix(line, "  durability:") {
 			f = f[:1]
 		}
-		b.WriteString(strings.Join(f, " ") + "\n")
+		b.WriteString(strings.Join(f[:min(n, len(f))], " ") + "\n")
 	}
 	return b.String()
 }

@@ -38,44 +38,67 @@ func (c *cluster) extent(ctx context.Context, name string) (*topicExtent, error)
 	if err := passbook.ValidTopicName(name); err != nil {
 		return nil, usageError{err}
 	}
-	md, err := c.adm.Metadata(ctx, name)
+	exts, err := c.extents(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", name, err)
+		return nil, err
 	}
-	td, ok := md.Topics[name]
-	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+	ext, ok := exts[name]
+	if !ok {
 		return nil, unknownTopic(name)
-	}
-	if td.Err != nil {
-		return nil, fmt.Errorf("topic %s: %w", name, td.Err)
-	}
-	ext := &topicExtent{name: name, partitions: len(td.Partitions)}
-	ext.start, ext.head = make([]int64, ext.partitions), make([]int64, ext.partitions)
-	if err := c.listOffsets(ctx, name, ext.start, c.adm.ListStartOffsets); err != nil {
-		return nil, err
-	}
-	if err := c.listOffsets(ctx, name, ext.head, c.adm.ListEndOffsets); err != nil {
-		return nil, err
 	}
 	return ext, nil
 }
 
-func (c *cluster) listOffsets(ctx context.Context, topic string, into []int64, list func(context.Context, ...string) (kadm.ListedOffsets, error)) error {
-	lo, err := list(ctx, topic)
-	if err == nil {
-		err = lo.Error()
-	}
+// extents looks topics up with one Metadata and two ListOffsets
+// requests in all; a topic the cluster does not have is left out.
+func (c *cluster) extents(ctx context.Context, names ...string) (map[string]*topicExtent, error) {
+	md, err := c.adm.Metadata(ctx, names...)
 	if err != nil {
-		return fmt.Errorf("list offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
-	for p := range into {
-		o, ok := lo.Lookup(topic, int32(p))
-		if !ok {
-			return fmt.Errorf("list offsets of %s: no answer for partition %d", topic, p)
+	out := map[string]*topicExtent{}
+	var found []string
+	for _, name := range names {
+		td, ok := md.Topics[name]
+		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			continue
 		}
-		into[p] = o.Offset
+		if td.Err != nil {
+			return nil, fmt.Errorf("topic %s: %w", name, td.Err)
+		}
+		n := len(td.Partitions)
+		out[name] = &topicExtent{name: name, partitions: n, start: make([]int64, n), head: make([]int64, n)}
+		found = append(found, name)
 	}
-	return nil
+	if len(found) == 0 {
+		return out, nil
+	}
+	for _, l := range []struct {
+		list func(context.Context, ...string) (kadm.ListedOffsets, error)
+		into func(*topicExtent) []int64
+	}{
+		{c.adm.ListStartOffsets, func(e *topicExtent) []int64 { return e.start }},
+		{c.adm.ListEndOffsets, func(e *topicExtent) []int64 { return e.head }},
+	} {
+		lo, err := l.list(ctx, found...)
+		if err == nil {
+			err = lo.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list offsets: %w", err)
+		}
+		for _, ext := range out {
+			into := l.into(ext)
+			for p := range into {
+				o, ok := lo.Lookup(ext.name, int32(p))
+				if !ok {
+					return nil, fmt.Errorf("list offsets of %s: no answer for partition %d", ext.name, p)
+				}
+				into[p] = o.Offset
+			}
+		}
+	}
+	return out, nil
 }
 
 // offsetForTime is, per partition, the first offset whose record is
@@ -100,15 +123,11 @@ func (c *cluster) offsetForTime(ctx context.Context, ext *topicExtent, t time.Ti
 }
 
 // info is what topic list and describe show of a topic over Kafka: its
-// config from DescribeConfigs, its partitions' extents from ListOffsets,
+// config (from DescribeConfigs), its partitions' extents from ListOffsets,
 // their sizes from DescribeLogDirs where the cluster answers it (else
 // −1: shown as "-"). Segments are not in the protocol: −1.
-func (c *cluster) info(ctx context.Context, ext *topicExtent, sizes map[int32]int64) (passbook.TopicInfo, error) {
+func info(ext *topicExtent, cfg passbook.TopicConfig, sizes map[int32]int64) passbook.TopicInfo {
 	info := passbook.TopicInfo{Name: ext.name}
-	cfg, err := c.topicConfig(ctx, ext.name)
-	if err != nil {
-		return info, err
-	}
 	cfg.Partitions = ext.partitions
 	info.Config = cfg
 	for p := range ext.partitions {
@@ -121,7 +140,7 @@ func (c *cluster) info(ctx context.Context, ext *topicExtent, sizes map[int32]in
 			Records: ext.head[p] - ext.start[p], Bytes: size, Segments: -1,
 		})
 	}
-	return info, nil
+	return info
 }
 
 // sizes is each partition's bytes by DescribeLogDirs (the largest over
@@ -149,21 +168,36 @@ func (c *cluster) sizes(ctx context.Context, topics ...string) map[string]map[in
 	return out
 }
 
-// topicConfig reads a topic's settings by DescribeConfigs into a
-// passbook.TopicConfig (Durability is the server's: not in the protocol).
+// topicConfig reads a topic's settings by DescribeConfigs.
 func (c *cluster) topicConfig(ctx context.Context, name string) (passbook.TopicConfig, error) {
+	cfgs, err := c.topicConfigs(ctx, name)
+	return cfgs[name], err
+}
+
+// topicConfigs reads topics' settings by one DescribeConfigs into
+// passbook.TopicConfigs (Durability is the server's: not in the protocol).
+func (c *cluster) topicConfigs(ctx context.Context, names ...string) (map[string]passbook.TopicConfig, error) {
+	rcs, err := c.adm.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("topic configs: %w", err)
+	}
+	out := map[string]passbook.TopicConfig{}
+	for _, name := range names {
+		rc, err := rcs.On(name, nil)
+		if err == nil {
+			err = rc.Err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("configs of %s: %w", name, err)
+		}
+		out[name] = topicConfigOf(rc.Configs)
+	}
+	return out, nil
+}
+
+// topicConfigOf reads Kafka's topic configs into a passbook.TopicConfig.
+func topicConfigOf(configs []kadm.Config) passbook.TopicConfig {
 	var cfg passbook.TopicConfig
-	rcs, err := c.adm.DescribeTopicConfigs(ctx, name)
-	if err != nil {
-		return cfg, fmt.Errorf("configs of %s: %w", name, err)
-	}
-	rc, err := rcs.On(name, nil)
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		return cfg, fmt.Errorf("configs of %s: %w", name, err)
-	}
 	ms := func(v int64) time.Duration {
 		if v < 0 || v > math.MaxInt64/int64(time.Millisecond) {
 			return 0
@@ -171,7 +205,7 @@ func (c *cluster) topicConfig(ctx context.Context, name string) (passbook.TopicC
 		return time.Duration(v) * time.Millisecond
 	}
 	cfg.CleanupPolicy = passbook.CleanupDelete
-	for _, kv := range rc.Configs {
+	for _, kv := range configs {
 		if kv.Value == nil {
 			continue
 		}
@@ -202,7 +236,7 @@ func (c *cluster) topicConfig(ctx context.Context, name string) (passbook.TopicC
 			}
 		}
 	}
-	return cfg, nil
+	return cfg
 }
 
 // serverDurability is what topic describe shows as a topic's durability
@@ -225,21 +259,21 @@ func remoteTopicList(ctx context.Context, e *env, b *brokerFlags, asJSON bool) e
 			sorted = append(sorted, t.Topic)
 		}
 	}
-	sizes := c.sizes(ctx, sorted...)
 	var infos []passbook.TopicInfo
-	for _, name := range sorted {
-		ext, err := c.extent(ctx, name)
-		if errors.Is(err, passbook.ErrUnknownTopic) {
-			continue // deleted since the list
-		}
+	if len(sorted) > 0 {
+		exts, err := c.extents(ctx, sorted...)
 		if err != nil {
 			return err
 		}
-		info, err := c.info(ctx, ext, sizes[name])
+		sorted = slices.DeleteFunc(sorted, func(name string) bool { return exts[name] == nil }) // deleted since the list
+		cfgs, err := c.topicConfigs(ctx, sorted...)
 		if err != nil {
 			return err
 		}
-		infos = append(infos, info)
+		sizes := c.sizes(ctx, sorted...)
+		for _, name := range sorted {
+			infos = append(infos, info(exts[name], cfgs[name], sizes[name]))
+		}
 	}
 	return printTopicList(e, infos, asJSON)
 }
@@ -254,11 +288,11 @@ func remoteTopicDescribe(ctx context.Context, e *env, b *brokerFlags, name strin
 	if err != nil {
 		return err
 	}
-	info, err := c.info(ctx, ext, c.sizes(ctx, name)[name])
+	cfg, err := c.topicConfig(ctx, name)
 	if err != nil {
 		return err
 	}
-	return printTopicDescribe(e, info, serverDurability, asJSON)
+	return printTopicDescribe(e, info(ext, cfg, c.sizes(ctx, name)[name]), serverDurability, asJSON)
 }
 
 func remoteTopicDelete(ctx context.Context, e *env, b *brokerFlags, name string) error {
