@@ -75,38 +75,97 @@ func (a *Authorizer) Allowed(principal, host string, op Operation, rt ResourceTy
 	if a == nil || a.super[principal] {
 		return true
 	}
-	bindings, err := a.store.all()
+	ix, err := a.store.index()
 	if err != nil {
 		a.warn(err)
 		return false // fail closed: the ACL file is unreadable
 	}
-	granting := implies[op]
-	if granting == nil {
-		granting = []Operation{op}
-	}
-	allowed := false
-	for _, b := range bindings {
-		if b.ResourceType != rt || !nameMatches(b, name) {
-			continue
-		}
-		if b.Principal != principal && b.Principal != "User:"+Wildcard {
-			continue
-		}
-		if b.Host != Wildcard && b.Host != host {
-			continue
+	granting := grants(op)
+	allowed, denied := false, false
+	ix.matching(rt, name, func(b Binding) bool {
+		if !appliesTo(b, principal, host) {
+			return true
 		}
 		switch b.Permission {
 		case Deny:
 			if b.Operation == op || b.Operation == All {
-				return false
+				denied = true
 			}
 		case Allow:
-			if b.Operation == All || slices.Contains(granting, b.Operation) {
-				allowed = true
-			}
+			allowed = allowed || b.Operation == All || slices.Contains(granting, b.Operation)
+		}
+		return !denied
+	})
+	return allowed && !denied
+}
+
+// grants lists the operations whose ALLOW grants op.
+func grants(op Operation) []Operation {
+	if g := implies[op]; g != nil {
+		return g
+	}
+	return []Operation{op}
+}
+
+// appliesTo reports whether b is about principal connecting from host.
+func appliesTo(b Binding, principal, host string) bool {
+	return (b.Principal == principal || b.Principal == "User:"+Wildcard) && (b.Host == Wildcard || b.Host == host)
+}
+
+// AllowedAny reports whether principal from host may do op on some
+// resource of type rt — Kafka's authorizeByResourceType, which Kafka 4
+// asks of an idempotent producer without IDEMPOTENT_WRITE on the cluster
+// (KIP-679: WRITE on any topic will do). It holds when an ALLOW of op
+// matches and no DENY covers all that it allows: a DENY of the literal
+// "*" covers everything, a DENY literal the same literal, and a DENY
+// prefix every literal and prefix that starts with it.
+func (a *Authorizer) AllowedAny(principal, host string, op Operation, rt ResourceType) bool {
+	if a == nil || a.super[principal] {
+		return true
+	}
+	ix, err := a.store.index()
+	if err != nil {
+		a.warn(err)
+		return false
+	}
+	t := ix.of(rt)
+	if t == nil {
+		return false
+	}
+	granting := grants(op)
+	relevant := func(b Binding, perm Permission) bool {
+		if b.Permission != perm || !appliesTo(b, principal, host) {
+			return false
+		}
+		if perm == Deny {
+			return b.Operation == op || b.Operation == All
+		}
+		return b.Operation == All || slices.Contains(granting, b.Operation)
+	}
+	any := func(bs []Binding, perm Permission) bool { return slices.ContainsFunc(bs, func(b Binding) bool { return relevant(b, perm) }) }
+	if any(t.literal[Wildcard], Deny) {
+		return false
+	}
+	var denyPrefixes []string
+	for p, bs := range t.prefixed {
+		if any(bs, Deny) {
+			denyPrefixes = append(denyPrefixes, p)
 		}
 	}
-	return allowed
+	deniedByPrefix := func(name string) bool {
+		return slices.ContainsFunc(denyPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	}
+	for p, bs := range t.prefixed {
+		if any(bs, Allow) && !deniedByPrefix(p) {
+			return true
+		}
+	}
+	for name, bs := range t.literal {
+		if any(bs, Allow) && (name == Wildcard || !any(bs, Deny) && !deniedByPrefix(name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // warn logs, at most once a minute, that the ACLs cannot be read.

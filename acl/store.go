@@ -2,7 +2,6 @@ package acl
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
 
@@ -13,7 +12,8 @@ import (
 // is safe for concurrent use and shared with other processes: `passbook
 // acl add` while `passbook serve` runs takes effect within a second.
 type Store struct {
-	file *jsonfile.File[doc]
+	file  *jsonfile.File[doc]
+	cache indexCache
 }
 
 type doc struct {
@@ -104,13 +104,4 @@ func (s *Store) List(f Filter) ([]Binding, error) {
 		}
 	}
 	return out, nil
-}
-
-// all returns every binding (shared: read-only).
-func (s *Store) all() ([]Binding, error) {
-	d, err := s.file.Get()
-	if err != nil {
-		return nil, fmt.Errorf("ACLs: %w", err)
-	}
-	return d.ACLs, nil
 }

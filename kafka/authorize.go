@@ -75,68 +75,7 @@ func (c *conn) authorizedOperations(rt acl.ResourceType, name string) int32 {
 // mayWriteSomeTopic reports whether the connection may Write some topic
 // — Kafka's authorizeByResourceType(WRITE, TOPIC), which Kafka 4 asks of
 // an idempotent producer without IDEMPOTENT_WRITE on the cluster
-// (KIP-679). It holds when an ALLOW of Write (or All) on topics matches
-// the principal (or User:*) and the host (or *) and no DENY covers what
-// it allows: a DENY of the literal "*" covers everything, a DENY
-// literal covers the same literal, and a DENY prefix covers the
-// literals and prefixes it starts.
+// (KIP-679); the rule is acl.Authorizer.AllowedAny's.
 func (c *conn) mayWriteSomeTopic() bool {
-	a := c.s.o.Authorizer
-	if a == nil || a.SuperUser(c.principal) {
-		return true
-	}
-	bindings, err := a.Store().List(acl.Filter{ResourceType: acl.Topic, Pattern: acl.PatternAny, Operation: acl.OpAny, Permission: acl.PermissionAny})
-	if err != nil {
-		c.s.rateLog(slog.LevelWarn, "acl_list", "kafka: ACLs unreadable: denying", "err", err)
-		return false
-	}
-	var allowLiterals, allowPrefixes, denyLiterals, denyPrefixes []string
-	for _, b := range bindings {
-		if b.Principal != c.principal && b.Principal != "User:"+acl.Wildcard ||
-			b.Host != c.ip && b.Host != acl.Wildcard ||
-			b.Operation != acl.Write && b.Operation != acl.All {
-			continue
-		}
-		switch {
-		case b.Permission == acl.Deny && b.Pattern == acl.Literal:
-			denyLiterals = append(denyLiterals, b.Name)
-		case b.Permission == acl.Deny && b.Pattern == acl.Prefixed:
-			denyPrefixes = append(denyPrefixes, b.Name)
-		case b.Permission == acl.Allow && b.Pattern == acl.Literal:
-			allowLiterals = append(allowLiterals, b.Name)
-		case b.Permission == acl.Allow && b.Pattern == acl.Prefixed:
-			allowPrefixes = append(allowPrefixes, b.Name)
-		}
-	}
-	for _, d := range denyLiterals {
-		if d == acl.Wildcard {
-			return false
-		}
-	}
-	deniedByPrefix := func(name string) bool {
-		for _, d := range denyPrefixes {
-			if len(name) >= len(d) && name[:len(d)] == d {
-				return true
-			}
-		}
-		return false
-	}
-	for _, p := range allowPrefixes {
-		if !deniedByPrefix(p) {
-			return true
-		}
-	}
-	for _, l := range allowLiterals {
-		if l == acl.Wildcard {
-			return true
-		}
-		denied := deniedByPrefix(l)
-		for _, d := range denyLiterals {
-			denied = denied || d == l
-		}
-		if !denied {
-			return true
-		}
-	}
-	return false
+	return c.s.o.Authorizer.AllowedAny(c.principal, c.ip, acl.Write, acl.Topic)
 }

@@ -35,6 +35,7 @@ type File[T any] struct {
 	stamp   stamp
 	checked time.Time
 	err     error // the last reload's failure, until a good version is read
+	version uint64
 }
 
 // stamp identifies a version of the file.
@@ -63,6 +64,13 @@ func (f *File[T]) Path() string { return f.path }
 // While the file on disk is unreadable (a damaged copy), Get reports
 // that error rather than a stale document.
 func (f *File[T]) Get() (T, error) {
+	v, _, err := f.Snapshot()
+	return v, err
+}
+
+// Snapshot is Get with a version number that changes whenever the
+// document does, for callers that keep something derived from it.
+func (f *File[T]) Snapshot() (T, uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if now := time.Now(); now.Sub(f.checked) >= Recheck || f.err != nil {
@@ -71,7 +79,7 @@ func (f *File[T]) Get() (T, error) {
 			f.err = f.reloadLocked()
 		}
 	}
-	return f.val, f.err
+	return f.val, f.version, f.err
 }
 
 // Update applies change to the newest version of the document under
@@ -109,6 +117,7 @@ func (f *File[T]) Update(change func(*T) error) error {
 		return err
 	}
 	f.val, f.stamp, f.err, f.checked = fresh, st, nil, time.Now()
+	f.version++
 	return nil
 }
 
@@ -126,6 +135,7 @@ func (f *File[T]) reloadLocked() error {
 		return err
 	}
 	f.val, f.stamp = v, st
+	f.version++
 	return nil
 }
 
