@@ -62,6 +62,14 @@ func addBrokerFlags(cmd *cobra.Command, e *env) *brokerFlags {
 	return b
 }
 
+// hide keeps the flags out of cmd's help: for a command that only
+// refuses them with a reason.
+func (b *brokerFlags) hide(cmd *cobra.Command) {
+	for _, name := range []string{"brokers", "tls", "tls-ca", "tls-cert", "tls-key", "sasl-mechanism", "user", "password-stdin"} {
+		cmd.Flags().MarkHidden(name)
+	}
+}
+
 // remote reports whether the command works over Kafka: --brokers given,
 // or PASSBOOK_BROKERS set and --data not given. It refuses client
 // settings without brokers, and --data with --brokers (exit 2).

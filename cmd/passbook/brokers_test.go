@@ -304,6 +304,7 @@ func TestBrokers_BadFlags(t *testing.T) {
 		{args: []string{"lag", "--brokers", "nocolon"}, code: 2, contains: "nocolon is not HOST:PORT"},
 		{args: []string{"lag", "--brokers", ","}, code: 2, contains: "want HOST:PORT"},
 		{args: []string{"lag", "--tls"}, code: 2, contains: "--tls applies only with --brokers"},
+		{args: []string{"topic", "compact", "t", "--brokers", dead}, code: 2, contains: "topic compact works on a data directory"},
 		{args: []string{"lag", "--brokers", dead, "--tls-cert", "c.pem"}, code: 2, contains: "--tls-cert and --tls-key go together"},
 		{args: []string{"lag", "--brokers", dead, "--sasl-mechanism", "md5", "--user", "u"}, code: 2, contains: `--sasl-mechanism "md5": want plain, scram-sha-256 or scram-sha-512`},
 		{args: []string{"lag", "--brokers", dead, "--sasl-mechanism", "plain"}, code: 2, contains: "needs --user NAME"},

@@ -309,6 +309,7 @@ func newTopicDeleteCmd(e *env) *cobra.Command {
 
 func newTopicCompactCmd(e *env) *cobra.Command {
 	var asJSON bool
+	var b *brokerFlags
 	cmd := &cobra.Command{
 		Use:   "compact NAME",
 		Short: "Compact a topic now: keep the newest record of each key in closed segments",
@@ -323,6 +324,11 @@ partition's closed bytes are new since the last compaction.`,
   passbook topic compact prices`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ok, err := b.remote(cmd); err != nil {
+				return err
+			} else if ok {
+				return usagef("topic compact works on a data directory: a server compacts a topic with cleanup.policy compact by itself (its cleaner runs when half of a partition's closed bytes are new); give --data to compact a data directory")
+			}
 			db, t, err := e.topic(args[0])
 			if err != nil {
 				return err
@@ -363,6 +369,8 @@ partition's closed bytes are new since the last compaction.`,
 			return nil
 		},
 	}
+	b = addBrokerFlags(cmd, e)
+	b.hide(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each partition's compaction statistics as JSON")
 	return cmd
 }
