@@ -385,7 +385,11 @@ func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
 		}
 		var err error
 		fetches.EachError(func(t string, p int32, ferr error) {
-			if err == nil && !errors.Is(ferr, context.Canceled) {
+			switch {
+			case err != nil || errors.Is(ferr, context.Canceled):
+			case t == "": // the client's own, such as the group's session
+				err = fmt.Errorf("consumer group %s: %w", k.o.name, ferr)
+			default:
 				err = fmt.Errorf("fetch %s/%d: %w", t, p, ferr)
 			}
 		})
