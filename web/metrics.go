@@ -214,7 +214,7 @@ func newStateCollector(s *Server) *stateCollector {
 		committed: prometheus.NewDesc("passbook_consumer_committed_offset",
 			"The consumer's committed offset: the next offset it will read.", cons, nil),
 		lag: prometheus.NewDesc("passbook_consumer_lag_records",
-			"Records between the consumer's committed offset and the head: head − max(committed, log start), or head − log start on a partition with nothing committed.", cons, nil),
+			"Records between the consumer's committed offset and the head: head − max(committed, log start), or head − log start on a partition with nothing committed; no series on a fenced partition.", cons, nil),
 		missed: prometheus.NewDesc("passbook_consumer_missed_records",
 			"Records retention deleted before the consumer read them.", cons, nil),
 		up: prometheus.NewDesc("passbook_offset_store_up",
