@@ -43,7 +43,7 @@ func (c *cluster) positions(ctx context.Context, ext *topicExtent, o *consumeOpt
 		committed[en.Partition] = en.Offset
 	}
 	var uncommitted []int32 // --from applies only to these
-	for p := range c.partsOf(ext, parts) {
+	for _, p := range ext.partsOf(parts) {
 		if _, ok := committed[p]; !ok {
 			uncommitted = append(uncommitted, p)
 		}
@@ -55,7 +55,7 @@ func (c *cluster) positions(ctx context.Context, ext *topicExtent, o *consumeOpt
 		}
 	}
 	out := map[int32]int64{}
-	for p := range c.partsOf(ext, parts) {
+	for _, p := range ext.partsOf(parts) {
 		next, ok := committed[p]
 		if !ok {
 			out[p] = from[p]
@@ -79,23 +79,16 @@ func (c *cluster) positions(ctx context.Context, ext *topicExtent, o *consumeOpt
 	return out, nil
 }
 
-// partsOf is parts, or every partition of ext when nil.
-func (c *cluster) partsOf(ext *topicExtent, parts []int32) func(func(int32) bool) {
-	return func(yield func(int32) bool) {
-		if parts == nil {
-			for p := range ext.partitions {
-				if !yield(int32(p)) {
-					return
-				}
-			}
-			return
-		}
-		for _, p := range parts {
-			if !yield(p) {
-				return
-			}
-		}
+// partsOf is asked, or every partition of ext when nil.
+func (ext *topicExtent) partsOf(asked []int32) []int32 {
+	if asked != nil {
+		return asked
 	}
+	all := make([]int32, ext.partitions)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	return all
 }
 
 // kafkaConsumer reads a topic over the Kafka protocol as consumer group

@@ -138,11 +138,7 @@ func startParts(s consumer.Start) (kind string, off int64, t time.Time) {
 // before anything is moved: an offset outside a partition is a
 // *consumer.RangeError, an unknown partition a usage error.
 func (c *cluster) targets(ctx context.Context, ext *topicExtent, s consumer.Start, parts []int32) (map[int32]int64, error) {
-	if parts == nil {
-		for p := range ext.partitions {
-			parts = append(parts, int32(p))
-		}
-	}
+	parts = ext.partsOf(parts)
 	seen := map[int32]bool{}
 	for _, p := range parts {
 		if p < 0 || int(p) >= ext.partitions {
