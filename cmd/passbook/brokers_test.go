@@ -652,14 +652,92 @@ func TestBrokers_GroupShares(t *testing.T) {
 	}
 }
 
-// kadmClient is an admin client of the brokers at addr, closed at the
+// kadmClient is an admin client of the brokers at addr (HOST:PORT[,…]), closed at the
 // end of the test.
 func kadmClient(t *testing.T, addr string) *kadm.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
 	return kadm.NewClient(cl)
+}
+
+// TestBrokers_LagAsKafkaConsumerGroups: lag --brokers shows, for every
+// partition a group has committed on, the committed offset, the log end
+// offset and the lag that Kafka's own tools compute (kadm.Lag, which
+// does what kafka-consumer-groups --describe does), against a
+// three-broker cluster.
+func TestBrokers_LagAsKafkaConsumerGroups(t *testing.T) {
+	quickExit(t)
+	brokers := kfakeBrokers(t)
+	b := []string{"--brokers", brokers}
+	var in strings.Builder
+	for i := range 900 {
+		fmt.Fprintf(&in, "k%d:%d\n", i%31, i)
+	}
+	for _, step := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"", []string{"topic", "create", "a", "--partitions", "3"}},
+		{"", []string{"topic", "create", "b", "--partitions", "2"}},
+		{in.String(), []string{"produce", "a", "--key-sep", ":"}},
+		{in.String(), []string{"produce", "b"}},
+		{"", []string{"consume", "a", "--consumer", "g1", "--max", "500"}},
+		{"", []string{"consume", "b", "--consumer", "g1", "--max", "100", "--partition", "1"}},
+		{"", []string{"consume", "a", "--consumer", "g2"}},
+		{"", []string{"replay", "a", "--consumer", "g2", "--to", "40", "--partition", "2"}},
+	} {
+		if _, stderr, code := runBinary(t, "", step.stdin, append(slices.Clip(b), step.args...)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", step.args, code, stderr)
+		}
+	}
+	stdout, stderr, code := runBinary(t, "", "", append(slices.Clip(b), "lag", "--json")...)
+	if code != 0 {
+		t.Fatalf("lag: exit %d: %s", code, stderr)
+	}
+	var rows []struct {
+		Consumer, Topic string
+		Partition       int32
+		Committed, Head int64
+		Lag             int64
+	}
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	lags, err := kadmClient(t, brokers).Lag(t.Context(), "g1", "g2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, r := range rows {
+		if r.Committed < 0 {
+			continue // nothing committed: kafka-consumer-groups shows no row for it
+		}
+		want, ok := lags[r.Consumer].Lag.Lookup(r.Topic, r.Partition)
+		if !ok || want.Err != nil {
+			t.Errorf("%s %s/%d: kadm.Lag has no row (%v)", r.Consumer, r.Topic, r.Partition, want.Err)
+			continue
+		}
+		if r.Committed != want.Commit.At || r.Head != want.End.Offset || r.Lag != want.Lag {
+			t.Errorf("%s %s/%d: committed %d, head %d, lag %d; Kafka's tools: %d, %d, %d",
+				r.Consumer, r.Topic, r.Partition, r.Committed, r.Head, r.Lag, want.Commit.At, want.End.Offset, want.Lag)
+		}
+		compared++
+	}
+	var committed int
+	for _, g := range lags {
+		for _, ps := range g.Lag {
+			for _, l := range ps {
+				if l.Commit.At >= 0 {
+					committed++
+				}
+			}
+		}
+	}
+	if compared != committed || compared == 0 {
+		t.Errorf("lag shows %d committed partitions, Kafka's tools %d", compared, committed)
+	}
 }
