@@ -57,6 +57,13 @@
 // lease can fence its consumer, a damaged sequence can hand out a producer
 // id again.
 //
+// The schema has this one owner: Verify and Repair (check.go) check a
+// store on disk — SQLite's integrity check, every row's checksum, every
+// committed offset against its partition's head — and return typed
+// findings (Finding, FindingKind); Rebuild (rebuild.go) replaces a store
+// SQLite cannot read whole with what reads back, from the table or, past
+// a damaged page, from the file's pages directly (pages.go).
+//
 // A new file gets 1 KiB pages: every commit appends one page to the WAL,
 // and small pages commit about 1.5 times faster than the 4 KiB default.
 //
