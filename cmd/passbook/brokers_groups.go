@@ -15,6 +15,7 @@ import (
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Consumers over the Kafka protocol: a consumer name is a consumer group
@@ -357,6 +358,9 @@ func remoteOffsetsDelete(ctx context.Context, e *env, b *brokerFlags, name, topi
 			return fmt.Errorf("delete consumer group %s: %w", name, err)
 		}
 	default:
+		if !c.supports(ctx, kmsg.OffsetDelete) {
+			return fmt.Errorf("delete the offsets of %s on %s: these brokers do not answer OffsetDelete (Kafka's API key 47), which deletes one topic's offsets of a group that has others: delete the whole group (offsets delete without --topic), or move the offsets with offsets set", name, topic)
+		}
 		set := kadm.TopicsSet{}
 		for _, en := range mine {
 			set.Add(en.Topic, en.Partition)
@@ -364,9 +368,6 @@ func remoteOffsetsDelete(ctx context.Context, e *env, b *brokerFlags, name, topi
 		resp, err := c.adm.DeleteOffsets(ctx, name, set)
 		if err == nil {
 			err = resp.Error()
-		}
-		if errors.Is(err, kerr.UnsupportedVersion) || errors.Is(err, kerr.InvalidRequest) || (err != nil && strings.Contains(err.Error(), "unknown request key")) {
-			return fmt.Errorf("delete the offsets of %s on %s: these brokers do not answer OffsetDelete (Kafka API 47); delete the whole group (without --topic) or move its offsets with offsets set: %w", name, topic, err)
 		}
 		if errors.Is(err, kerr.GroupSubscribedToTopic) || errors.Is(err, kerr.NonEmptyGroup) {
 			return fmt.Errorf("%w: %s: %w", errLiveMembers, name, err)
@@ -377,4 +378,19 @@ func remoteOffsetsDelete(ctx context.Context, e *env, b *brokerFlags, name, topi
 	}
 	fmt.Fprintf(e.stdout, "deleted %s of %s\n", pluralInt(int64(len(mine)), "committed offset"), name)
 	return nil
+}
+
+// supports reports whether every broker answers the API key.
+func (c *cluster) supports(ctx context.Context, key kmsg.Key) bool {
+	vs, err := c.adm.ApiVersions(ctx)
+	if err != nil || len(vs) == 0 {
+		return false
+	}
+	ok := true
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if _, has := v.KeyMaxVersion(int16(key)); !has {
+			ok = false
+		}
+	})
+	return ok
 }

@@ -398,6 +398,22 @@ func TestBrokers_FollowAndProduce(t *testing.T) {
 	if again, _, _ := runBinary(t, "", "", append(b, "consume", "t", "--consumer", "tail")...); again != "" {
 		t.Errorf("the next run read %d bytes again, want nothing", len(again))
 	}
+
+	// One topic's offsets of a group that has others need OffsetDelete,
+	// which passbook serve does not answer: refused, saying what to do
+	// instead, and nothing deleted.
+	for _, step := range [][]string{{"topic", "create", "u"}, {"produce", "u"}, {"consume", "u", "--consumer", "tail"}} {
+		if _, stderr, code := runBinary(t, "", "x\n", append(slices.Clip(b), step...)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", step, code, stderr)
+		}
+	}
+	if _, stderr, code := runBinary(t, "", "", append(slices.Clip(b), "offsets", "delete", "--consumer", "tail", "--topic", "u")...); code != 1 ||
+		!strings.Contains(stderr, "these brokers do not answer OffsetDelete (Kafka's API key 47)") {
+		t.Errorf("offsets delete --topic: exit %d, %q; want exit 1 saying OffsetDelete is not answered", code, stderr)
+	}
+	if out, _, _ := runBinary(t, "", "", append(slices.Clip(b), "offsets", "list", "--consumer", "tail", "--topic", "u")...); !strings.Contains(out, "tail      u      0          1") {
+		t.Errorf("after the refused delete, offsets list says:\n%s\nwant tail's offset 1 on u kept", out)
+	}
 }
 
 // TestBrokers_ReplayRefusesLiveGroup: replay, offsets set and offsets
