@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/passbook-log/passbook/internal/jsonfile"
+	"github.com/passbook-log/passbook/internal/layout"
 )
 
 // Store keeps the ACLs of a data directory (DIR/security/acls.json). It
@@ -23,7 +24,7 @@ type doc struct {
 // OpenStore opens the ACL store of the data directory dataDir. The file
 // is created by the first change.
 func OpenStore(dataDir string) (*Store, error) {
-	f, err := jsonfile.Open[doc](filepath.Join(dataDir, "security", "acls.json"))
+	f, err := jsonfile.Open[doc](filepath.Join(layout.SecurityDir(dataDir), "acls.json"))
 	if err != nil {
 		return nil, err
 	}

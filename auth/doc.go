@@ -66,6 +66,3 @@ var (
 	// ErrInvalid is a name, password or iteration count refused.
 	ErrInvalid = errors.New("invalid")
 )
-
-// Dir is the data directory's subdirectory for security files.
-const Dir = "security"

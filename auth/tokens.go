@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook/internal/jsonfile"
+	"github.com/passbook-log/passbook/internal/layout"
 )
 
 // TokenPrefix starts every token, so that one pasted where it should not
@@ -46,7 +47,7 @@ type TokenInfo struct {
 
 // OpenTokens opens the token store of the data directory dataDir.
 func OpenTokens(dataDir string) (*Tokens, error) {
-	f, err := jsonfile.Open[tokensDoc](filepath.Join(dataDir, Dir, "tokens.json"))
+	f, err := jsonfile.Open[tokensDoc](filepath.Join(layout.SecurityDir(dataDir), "tokens.json"))
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/passbook-log/passbook/internal/jsonfile"
+	"github.com/passbook-log/passbook/internal/layout"
 )
 
 // Iteration bounds of a SCRAM credential: Kafka's.
@@ -77,7 +78,7 @@ type CredentialInfo struct {
 // OpenUsers opens the credential store of the data directory dataDir.
 // The store is created by its first change.
 func OpenUsers(dataDir string) (*Users, error) {
-	f, err := jsonfile.Open[usersDoc](filepath.Join(dataDir, Dir, "users.json"))
+	f, err := jsonfile.Open[usersDoc](filepath.Join(layout.SecurityDir(dataDir), "users.json"))
 	if err != nil {
 		return nil, err
 	}
