@@ -142,7 +142,9 @@ func (a *Authorizer) AllowedAny(principal, host string, op Operation, rt Resourc
 		}
 		return b.Operation == All || slices.Contains(granting, b.Operation)
 	}
-	any := func(bs []Binding, perm Permission) bool { return slices.ContainsFunc(bs, func(b Binding) bool { return relevant(b, perm) }) }
+	any := func(bs []Binding, perm Permission) bool {
+		return slices.ContainsFunc(bs, func(b Binding) bool { return relevant(b, perm) })
+	}
 	if any(t.literal[Wildcard], Deny) {
 		return false
 	}
