@@ -142,15 +142,15 @@ func (a *Authorizer) AllowedAny(principal, host string, op Operation, rt Resourc
 		}
 		return b.Operation == All || slices.Contains(granting, b.Operation)
 	}
-	any := func(bs []Binding, perm Permission) bool {
+	has := func(bs []Binding, perm Permission) bool {
 		return slices.ContainsFunc(bs, func(b Binding) bool { return relevant(b, perm) })
 	}
-	if any(t.literal[Wildcard], Deny) {
+	if has(t.literal[Wildcard], Deny) {
 		return false
 	}
 	var denyPrefixes []string
 	for p, bs := range t.prefixed {
-		if any(bs, Deny) {
+		if has(bs, Deny) {
 			denyPrefixes = append(denyPrefixes, p)
 		}
 	}
@@ -158,12 +158,12 @@ func (a *Authorizer) AllowedAny(principal, host string, op Operation, rt Resourc
 		return slices.ContainsFunc(denyPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 	}
 	for p, bs := range t.prefixed {
-		if any(bs, Allow) && !deniedByPrefix(p) {
+		if has(bs, Allow) && !deniedByPrefix(p) {
 			return true
 		}
 	}
 	for name, bs := range t.literal {
-		if any(bs, Allow) && (name == Wildcard || !any(bs, Deny) && !deniedByPrefix(name)) {
+		if has(bs, Allow) && (name == Wildcard || !has(bs, Deny) && !deniedByPrefix(name)) {
 			return true
 		}
 	}
