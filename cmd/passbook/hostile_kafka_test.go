@@ -73,12 +73,24 @@ type servedProc struct {
 // freePort returns a loopback address whose port was free a moment ago.
 func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)[0]
+}
+
+// freePorts returns n different loopback addresses whose ports were free
+// a moment ago: all are held until all are picked, so that no two are
+// the same.
+func freePorts(t testing.TB, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
 
 // startServe starts `passbook serve` on a new data directory with extra
@@ -99,7 +111,8 @@ func startServe(t *testing.T, extra ...string) *servedProc {
 // if it exits early.
 func launchServe(t *testing.T, dir string, listen, grace time.Duration, extra ...string) (*servedProc, func(), time.Duration) {
 	t.Helper()
-	p := &servedProc{kafkaAddr: freePort(t), httpAddr: freePort(t)}
+	ports := freePorts(t, 2)
+	p := &servedProc{kafkaAddr: ports[0], httpAddr: ports[1]}
 	args := append([]string{"--data", dir, "serve", "--kafka", p.kafkaAddr, "--http", p.httpAddr}, extra...)
 	cmd := exec.Command(plainBinary(t), args...)
 	cmd.Env = binaryEnv()
