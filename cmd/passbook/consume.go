@@ -76,7 +76,7 @@ no members.`,
   passbook consume orders --consumer analytics-v2 --from earliest --format json --max 10
   passbook consume orders --consumer tail --from latest --follow`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if name == "" {
 				return usagef("--consumer NAME is required: it names the bookmark this reader keeps")
 			}
@@ -115,7 +115,7 @@ no members.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			ctx := cmd.Context()
 			// The consumer commits nothing itself: out does, once the
 			// lines are written.

@@ -75,7 +75,7 @@ against any Kafka cluster.
 partition, committed (the next offset to read; -1: nothing committed),
 start (the log start offset), head, lag and missed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if ok, err := b.remote(cmd); ok || err != nil {
 				if err != nil {
 					return err
@@ -86,7 +86,7 @@ start (the log start offset), head, lag and missed.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			ctx := cmd.Context()
 			if topic != "" {
 				if _, err := db.Topic(topic); err != nil {

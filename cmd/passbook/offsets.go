@@ -32,7 +32,7 @@ the consumer will read, and when it was committed.
 partition, committed (the next offset to read), metadata (Kafka's commit
 metadata, "" if none) and updated_at (RFC 3339, UTC).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if ok, err := b.remote(cmd); ok || err != nil {
 				if err != nil {
 					return err
@@ -43,7 +43,7 @@ metadata, "" if none) and updated_at (RFC 3339, UTC).`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			entries, err := db.Offsets().List(cmd.Context(), offsets.Filter{Consumer: name, Topic: topic})
 			if err != nil {
 				return err
@@ -110,7 +110,7 @@ flag; it is refused with that said, and so is -3 passed after -- (the
 usual way to give an argument that starts with '-').`,
 		Example: `  passbook offsets set 1500 --consumer billing --topic orders --partition 2`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			off, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
 				return usagef("offset %q: want a whole number, 0 or more", args[0])
@@ -131,7 +131,7 @@ usual way to give an argument that starts with '-').`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			if _, err := t.Partition(partition); err != nil {
 				return usageError{fmt.Errorf("--partition: %w", err)}
 			}
@@ -157,7 +157,7 @@ func newOffsetsDeleteCmd(e *env) *cobra.Command {
 		Use:   "delete --consumer NAME [--topic TOPIC]",
 		Short: "Forget a consumer's committed offsets (it starts over from its --from next time)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if name == "" {
 				return usagef("--consumer is required")
 			}
@@ -171,7 +171,7 @@ func newOffsetsDeleteCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			n, err := db.Offsets().Delete(cmd.Context(), offsets.Filter{Consumer: name, Topic: topic})
 			if err != nil {
 				return err

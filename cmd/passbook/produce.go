@@ -74,7 +74,7 @@ failures (the disk, the data directory) exit 1.`,
   passbook produce users --key-sep : --file users.txt --durability fsync
   tail -f app.log | passbook produce logs --linger 100ms`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			d := storage.DefaultDurability
 			if durability != "" {
 				var err error
@@ -116,7 +116,7 @@ failures (the disk, the data directory) exit 1.`,
 				if err != nil {
 					return err
 				}
-				defer db.Close()
+				defer closeDB(db, &rerr)
 				t = topicSink{lt, d}
 			}
 			p, err := newProducer(t, lim)

@@ -33,7 +33,7 @@ as kafka-consumer-groups --reset-offsets --execute does, and refuses (exit
 		Example: `  passbook replay orders --consumer analytics-v2 --to earliest
   passbook replay orders --consumer billing --to 2026-11-28T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if name == "" {
 				return usagef("--consumer NAME is required")
 			}
@@ -54,7 +54,7 @@ as kafka-consumer-groups --reset-offsets --execute does, and refuses (exit
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			ctx := cmd.Context()
 			for _, p := range partitions {
 				if _, err := t.Partition(p); err != nil {

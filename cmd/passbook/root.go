@@ -192,3 +192,14 @@ func isTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// closeDB closes a command's data directory when it returns: Close
+// writes the clean-shutdown checkpoint and syncs what is left, so its
+// failure is the command's failure when nothing else went wrong first.
+// Use it as defer closeDB(db, &rerr) with rerr the command's named
+// result.
+func closeDB(db *passbook.DB, rerr *error) {
+	if err := db.Close(); err != nil && *rerr == nil {
+		*rerr = fmt.Errorf("close the data directory: %w", err)
+	}
+}

@@ -46,7 +46,7 @@ leaves the data directory as it was.`,
   passbook topic create clicks --partitions 6 --retention 168h --retention-bytes 1073741824
   passbook topic create prices --cleanup-policy compact --max-message-bytes 65536`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if err := passbook.ValidNewTopicName(args[0]); err != nil {
 				return usageError{err}
 			}
@@ -80,7 +80,7 @@ leaves the data directory as it was.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			t, err := db.CreateTopic(args[0], cfg)
 			if errors.Is(err, passbook.ErrInvalidConfig) || errors.Is(err, passbook.ErrInvalidName) {
 				return usageError{err} // every value came from the command line
@@ -153,7 +153,7 @@ func newTopicListCmd(e *env) *cobra.Command {
 		Use:   "list",
 		Short: "List topics",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if ok, err := b.remote(cmd); ok || err != nil {
 				if err != nil {
 					return err
@@ -164,7 +164,7 @@ func newTopicListCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			var infos []passbook.TopicInfo
 			for _, t := range db.Topics() {
 				infos = append(infos, t.Describe())
@@ -184,7 +184,7 @@ func newTopicDescribeCmd(e *env) *cobra.Command {
 		Use:   "describe NAME",
 		Short: "Show a topic's settings and each partition's start, head and size",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if ok, err := b.remote(cmd); ok || err != nil {
 				if err != nil {
 					return err
@@ -195,7 +195,7 @@ func newTopicDescribeCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			return printTopicDescribe(e, t.Describe(), "", asJSON)
 		},
 	}
@@ -284,7 +284,7 @@ func newTopicDeleteCmd(e *env) *cobra.Command {
 		Use:   "delete NAME",
 		Short: "Delete a topic, its records and every consumer's offsets on it",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if ok, err := b.remote(cmd); ok || err != nil {
 				if err != nil {
 					return err
@@ -295,7 +295,7 @@ func newTopicDeleteCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			if err := db.DeleteTopic(cmd.Context(), args[0]); err != nil {
 				return err
 			}
@@ -323,7 +323,7 @@ partition's closed bytes are new since the last compaction.`,
 		Example: `  passbook topic create prices --cleanup-policy compact
   passbook topic compact prices`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if ok, err := b.remote(cmd); err != nil {
 				return err
 			} else if ok {
@@ -333,7 +333,7 @@ partition's closed bytes are new since the last compaction.`,
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer closeDB(db, &rerr)
 			began := time.Now()
 			stats, err := t.Compact(cmd.Context())
 			if err != nil {
