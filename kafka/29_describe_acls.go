@@ -24,17 +24,26 @@ func init() { register(kmsg.DescribeACLs, 1, 3, describeACLs) }
 // noAuthorizer is the message of SECURITY_DISABLED.
 var noAuthorizer = "no authorizer: start passbook serve with --authorize"
 
+// aclAPIRefusal is what the ACL APIs check before anything else: op on
+// the cluster, then an authorizer to keep ACLs. It returns the error
+// code (and message) that answers the whole request, or 0.
+func (c *conn) aclAPIRefusal(op acl.Operation) (int16, *string) {
+	switch {
+	case !c.allowedCluster(op):
+		return kerr.ClusterAuthorizationFailed.Code, nil
+	case c.s.o.Authorizer == nil:
+		return kerr.SecurityDisabled.Code, &noAuthorizer
+	}
+	return 0, nil
+}
+
 func describeACLs(_ context.Context, c *conn, req *kmsg.DescribeACLsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	a := c.s.o.Authorizer
-	switch {
-	case !c.allowedCluster(acl.Describe):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return reply{resp: resp}, nil
-	case a == nil:
-		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, &noAuthorizer
+	if code, msg := c.aclAPIRefusal(acl.Describe); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return reply{resp: resp}, nil
 	}
+	a := c.s.o.Authorizer
 	f := aclFilter(req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host, req.Operation, req.PermissionType)
 	if err := f.Validate(); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, errorMessage(err)

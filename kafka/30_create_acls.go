@@ -27,7 +27,7 @@ func init() { register(kmsg.CreateACLs, 1, 3, createACLs) }
 func createACLs(_ context.Context, c *conn, req *kmsg.CreateACLsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	all := func(code int16, msg *string) (reply, error) {
+	if code, msg := c.aclAPIRefusal(acl.Alter); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].Default()
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
@@ -35,12 +35,6 @@ func createACLs(_ context.Context, c *conn, req *kmsg.CreateACLsRequest) (reply,
 		return reply{resp: resp}, nil
 	}
 	a := c.s.o.Authorizer
-	switch {
-	case !c.allowedCluster(acl.Alter):
-		return all(kerr.ClusterAuthorizationFailed.Code, nil)
-	case a == nil:
-		return all(kerr.SecurityDisabled.Code, &noAuthorizer)
-	}
 	var valid []acl.Binding
 	var at []int
 	for i, rc := range req.Creations {

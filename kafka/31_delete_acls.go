@@ -23,7 +23,7 @@ func init() { register(kmsg.DeleteACLs, 1, 3, deleteACLs) }
 func deleteACLs(_ context.Context, c *conn, req *kmsg.DeleteACLsRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	all := func(code int16, msg *string) (reply, error) {
+	if code, msg := c.aclAPIRefusal(acl.Alter); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].Default()
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
@@ -31,12 +31,6 @@ func deleteACLs(_ context.Context, c *conn, req *kmsg.DeleteACLsRequest) (reply,
 		return reply{resp: resp}, nil
 	}
 	a := c.s.o.Authorizer
-	switch {
-	case !c.allowedCluster(acl.Alter):
-		return all(kerr.ClusterAuthorizationFailed.Code, nil)
-	case a == nil:
-		return all(kerr.SecurityDisabled.Code, &noAuthorizer)
-	}
 	var valid []acl.Filter
 	var at []int
 	for i, rf := range req.Filters {
