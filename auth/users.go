@@ -259,6 +259,16 @@ func (u *Users) List() ([]UserInfo, error) {
 	return out, nil
 }
 
+// Exists reports whether name has a credential.
+func (u *Users) Exists(name string) (bool, error) {
+	d, err := u.file.Get()
+	if err != nil {
+		return false, err
+	}
+	_, ok := d.Users[name]
+	return ok, nil
+}
+
 // credential returns the user's stored credential for mechanism.
 func (u *Users) credential(name, mechanism string) (Credential, bool, error) {
 	d, err := u.file.Get()

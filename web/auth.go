@@ -241,16 +241,8 @@ func (a *authn) userExists(name string) bool {
 	if a.s.o.Users == nil {
 		return false
 	}
-	us, err := a.s.o.Users.List()
-	if err != nil {
-		return false
-	}
-	for _, u := range us {
-		if u.Name == name {
-			return true
-		}
-	}
-	return false
+	ok, err := a.s.o.Users.Exists(name)
+	return err == nil && ok
 }
 
 // newSession starts a session for user; the cookie's value is returned.

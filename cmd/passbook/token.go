@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/passbook-log/passbook/auth"
@@ -47,11 +45,11 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list, err := users.List()
+			exists, err := users.Exists(user)
 			if err != nil {
 				return err
 			}
-			if !slices.ContainsFunc(list, func(u auth.UserInfo) bool { return u.Name == user }) {
+			if !exists {
 				return fmt.Errorf("%w %q: a token stands for a user, and ends with it (add one: passbook user add %s --password-stdin)", auth.ErrUnknownUser, user, user)
 			}
 			toks, err := auth.OpenTokens(e.data)
@@ -75,37 +73,19 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 }
 
 func newTokenListCmd(e *env) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the tokens (never their secrets)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+	return newListCmd(e, "List the tokens (never their secrets)",
+		"no tokens (create one with: passbook token create NAME --user USER)",
+		func() ([]auth.TokenInfo, error) {
 			toks, err := auth.OpenTokens(e.data)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			list, err := toks.List()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(e, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(e.stderr, "no tokens (create one with: passbook token create NAME --user USER)")
-				return nil
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOKEN\tUSER\tCREATED")
-			for _, t := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.User, t.Created.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
+			return toks.List()
 		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+		"TOKEN\tUSER\tCREATED",
+		func(t auth.TokenInfo) string {
+			return t.Name + "\t" + t.User + "\t" + t.Created.Local().Format(time.DateTime)
+		})
 }
 
 func newTokenRevokeCmd(e *env) *cobra.Command {

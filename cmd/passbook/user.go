@@ -70,11 +70,9 @@ credential (PLAIN and the HTTP API check either); --mechanism stores one.
 			if err != nil {
 				return err
 			}
-			existed := false
-			if list, err := users.List(); err == nil {
-				for _, u := range list {
-					existed = existed || u.Name == name
-				}
+			existed, err := users.Exists(name)
+			if err != nil {
+				return err
 			}
 			for _, m := range mechs {
 				if err := users.Set(name, m, password, iterations); err != nil {
@@ -132,38 +130,53 @@ func readPassword(r io.Reader) ([]byte, error) {
 }
 
 func newUserListCmd(e *env) *cobra.Command {
+	return newListCmd(e, "List the users and their SCRAM mechanisms",
+		"no users (add one with: passbook user add NAME --password-stdin)",
+		func() ([]auth.UserInfo, error) {
+			users, err := auth.OpenUsers(e.data)
+			if err != nil {
+				return nil, err
+			}
+			return users.List()
+		},
+		"USER\tCREDENTIALS",
+		func(u auth.UserInfo) string {
+			var cs []string
+			for _, c := range u.Credentials {
+				cs = append(cs, fmt.Sprintf("%s (%s iterations)", c.Mechanism, thousands.Int(c.Iterations)))
+			}
+			return u.Name + "\t" + strings.Join(cs, ", ")
+		})
+}
+
+// newListCmd is a "list" subcommand of the security files: their rows
+// as JSON (--json), or as a table under header; with none, hint on
+// stderr.
+func newListCmd[T any](e *env, short, hint string, list func() ([]T, error), header string, row func(T) string) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the users and their SCRAM mechanisms",
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			users, err := auth.OpenUsers(e.data)
-			if err != nil {
-				return err
-			}
-			list, err := users.List()
+			rows, err := list()
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if list == nil {
-					list = []auth.UserInfo{}
+				if rows == nil {
+					rows = []T{}
 				}
-				return writeJSON(e, list)
+				return writeJSON(e, rows)
 			}
-			if len(list) == 0 {
-				fmt.Fprintln(e.stderr, "no users (add one with: passbook user add NAME --password-stdin)")
+			if len(rows) == 0 {
+				fmt.Fprintln(e.stderr, hint)
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "USER\tCREDENTIALS")
-			for _, u := range list {
-				var cs []string
-				for _, c := range u.Credentials {
-					cs = append(cs, fmt.Sprintf("%s (%s iterations)", c.Mechanism, thousands.Int(c.Iterations)))
-				}
-				fmt.Fprintf(tw, "%s\t%s\n", u.Name, strings.Join(cs, ", "))
+			fmt.Fprintln(tw, header)
+			for _, r := range rows {
+				fmt.Fprintln(tw, row(r))
 			}
 			return tw.Flush()
 		},
