@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"testing"
@@ -119,17 +118,6 @@ func labelValue(m *dto.Metric, name string) string {
 func certs(t testing.TB, cn string) *testcerts.Set {
 	t.Helper()
 	return testcerts.Write(t, t.TempDir(), cn)
-}
-
-// dialTLS is dialRaw over TLS.
-func dialTLS(t testing.TB, addr string, cfg *tls.Config) *rawConn {
-	t.Helper()
-	nc, err := tls.Dial("tcp", addr, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test"))}
 }
 
 // token writes a raw size-prefixed SASL token (after SaslHandshake v0)

@@ -2,7 +2,8 @@
 # Runs the project's checks and tests, in three tiers:
 #
 #   scripts/test.sh          the default, and what CI runs (.ci/run calls it):
-#                            gofmt, go vet, go test -race ./... (TestTorture's
+#                            gofmt, go vet, staticcheck (STATICCHECK, pinned),
+#                            go test -race ./... (TestTorture's
 #                            90 s of faults included), the benchmark harness's
 #                            quick run, and the real-client scripts under
 #                            tests/clients. The README's test command.
@@ -12,8 +13,7 @@
 #                            rounds, many partitions, the browser) and the
 #                            client scripts.
 #   scripts/test.sh long     before a release (about an hour): the default
-#                            tier, then staticcheck (STATICCHECK, pinned),
-#                            every fuzz target for FUZZTIME (1m),
+#                            tier, then every fuzz target for FUZZTIME (1m),
 #                            10,000 partitions of 10 segments each through
 #                            passbook serve, the long torture run (scripts/torture.sh,
 #                            TORTURE_DURATION 20m) and the soak
@@ -44,6 +44,15 @@ echo "== go vet"
 go vet ./...
 go vet -C bench ./...
 
+if [ "$tier" != quick ]; then
+  # Pinned: a later release may need a later Go. go run builds it once
+  # into the module cache; it does not touch go.mod.
+  staticcheck=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
+  echo "== staticcheck ($staticcheck)"
+  go run "$staticcheck" ./...
+  (cd bench && go run "$staticcheck" ./...)
+fi
+
 if [ "$tier" = quick ]; then
   echo "== go test -race -short"
   go test -race -short -timeout 10m ./...
@@ -66,12 +75,6 @@ for script in tests/clients/*.sh tests/clients/*/run.sh; do
 done
 
 if [ "$tier" = long ]; then
-  # Pinned: a later release may need a later Go. go run builds it once
-  # into the module cache; it does not touch go.mod.
-  staticcheck=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
-  echo "== staticcheck ($staticcheck)"
-  go run "$staticcheck" ./...
-  (cd bench && go run "$staticcheck" ./...)
   fuzztime=${FUZZTIME:-1m}
   for pkg in $(go list ./...); do
     for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do

@@ -28,8 +28,6 @@ type compactTemplate struct {
 	st   CompactStats // what it did
 }
 
-var compactNow = time.UnixMilli(1_700_000_000_000)
-
 // makeCompactTemplate makes the template with keys keys, cleaned with a
 // key map of buffer bytes (0: the default).
 func makeCompactTemplate(t *testing.T, keys, buffer int) compactTemplate {

@@ -54,7 +54,6 @@ type faultRun struct {
 	// recovered counts the appends that succeeded after a failure (the
 	// log recovered from it).
 	recovered int
-	ops       []string
 }
 
 // runFaultWorkload appends 40 times (1–4 records each, every third with

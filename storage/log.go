@@ -232,7 +232,8 @@ func (l *Log) Close() error {
 	if l.cleanerDone != nil {
 		<-l.cleanerDone
 	}
-	l.cleanMu.Lock() // a Compact in progress sees stop and returns
+	l.cleanMu.Lock() // wait until a Compact in progress has seen stop and returned
+	//lint:ignore SA2001 the lock is taken only to wait for its holder
 	l.cleanMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()

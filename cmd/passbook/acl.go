@@ -35,18 +35,17 @@ the topics, READ on the group.`,
 
 // aclFlags select resources and principals, for add, list and delete.
 type aclFlags struct {
-	allow, deny     []string
-	principals      []string // list/delete: either permission
-	ops             []string
-	topics, groups  []string
-	txIDs           []string
-	cluster         bool
-	prefixed        bool
-	host            string
-	producer        bool
-	consumer        bool
-	all             bool // delete: everything the other flags select
-	resourcesNeeded bool
+	allow, deny    []string
+	principals     []string // list/delete: either permission
+	ops            []string
+	topics, groups []string
+	txIDs          []string
+	cluster        bool
+	prefixed       bool
+	host           string
+	producer       bool
+	consumer       bool
+	all            bool // delete: everything the other flags select
 }
 
 func (a *aclFlags) resources(f *pflag.FlagSet) {

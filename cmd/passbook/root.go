@@ -47,6 +47,7 @@ Start with:  passbook lab`,
 			}
 			return usagef("%s reads as a flag, and no argument here is a negative number\nSee '%s --help'.", m[1], c.CommandPath())
 		}
+		//lint:ignore ST1005 printed to people as it is: a sentence, and how to get help
 		return usageError{fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
 	})
 	root.AddCommand(
@@ -110,6 +111,7 @@ func wrapArgs(c *cobra.Command) {
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
+				//lint:ignore ST1005 printed to people as it is: a sentence, and how to get help
 				return usageError{fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
 			}
 			return nil

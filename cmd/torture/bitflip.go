@@ -184,8 +184,7 @@ func (e *env) readAcross(v logView, p int32, lg *ledger, t *tally, changed *bool
 				break
 			}
 			next = rec.Offset + 1
-			val := string(rec.Value)
-			s := lg.sent[val]
+			s := lg.sent[string(rec.Value)]
 			if !valueIntact(rec.Value) || s == nil || string(rec.Key) != s.key || len(rec.Headers) != 1 || string(rec.Headers[0].Value) != s.hdr || s.acked && s.at != (pos{p, rec.Offset}) {
 				t.corrupt++
 				t.notef("partition %d offset %d: a damaged or misplaced record returned: %q", p, rec.Offset, clip(rec.Value))
