@@ -458,6 +458,9 @@ func TestBrokers_ReplayRefusesLiveGroup(t *testing.T) {
 // (TestConsume_Kill9): after and every=N lose nothing, before delivers
 // nothing twice, each within its bound.
 func TestBrokers_Kill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 rounds run in the default tier, not under -short")
+	}
 	const n, partitions, lineBytes = 100_000, 3, len("v-0000000\n")
 	const buffer = outputBuffer / lineBytes
 	quickExit(t)

@@ -143,6 +143,9 @@ func quickExit(t *testing.T) {
 // record; with before, none twice. What each mode may cost is bounded:
 // after and before by one 64 KiB buffer, every=N by N records.
 func TestConsume_Kill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 rounds run in the default tier, not under -short")
+	}
 	const n, partitions, lineBytes = 300_000, 3, len("v-0000000\n")
 	const buffer = outputBuffer / lineBytes // the records one buffer holds
 	quickExit(t)
