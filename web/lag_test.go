@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/passbook-log/passbook"
-	"github.com/passbook-log/passbook/storage"
 )
 
 // TestLag_OneCountEverywhere checks that every door of the server shows
@@ -132,45 +128,13 @@ func TestLag_OneCountEverywhere(t *testing.T) {
 // negative lag that cut the consumer's total); its committed offset is
 // still shown where it is.
 func TestLag_FencedPartitionCountsNoLag(t *testing.T) {
-	dir := t.TempDir()
-	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic, err := db.CreateTopic("orders", passbook.TopicConfig{Partitions: 2, SegmentBytes: 1 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 100 { // one batch each, over several segments
+	e := fencedEnv(t, func(db *passbook.DB) {
 		for p := range int32(2) {
-			if _, err := topic.AppendTo(p, []passbook.Record{{Value: []byte("a record of some length")}}, storage.InOS); err != nil {
+			if err := db.Offsets().Commit(context.Background(), offsetsKey("billing", "orders", p), 50); err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
-	for p := range int32(2) {
-		if err := db.Offsets().Commit(context.Background(), offsetsKey("billing", "orders", p), 50); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	segs, _ := filepath.Glob(filepath.Join(dir, "topics", "orders", "1", "*.log"))
-	slices.Sort(segs)
-	if len(segs) < 3 {
-		t.Fatalf("%d segments", len(segs))
-	}
-	os.Remove(segs[1]) // partition 1 is fenced at the next open
-
-	db, err = passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s := NewServer(db, &Options{EventInterval: 50 * time.Millisecond})
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { s.Close() })
-	e := &env{t: t, db: db, s: s, ts: ts, url: ts.URL}
+	})
 
 	fams := e.scrape()
 	e.wantMetric(fams, 50, "passbook_consumer_lag_records", "consumer=billing", "topic=orders", "partition=0")

@@ -199,7 +199,13 @@ func (p *servedProc) fds(t testing.TB) int {
 // `passbook_kafka_connections_closed_total{reason="idle"}`.
 func (p *servedProc) metric(t testing.TB, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + p.httpAddr + "/metrics")
+	return scrapeMetric(t, http.DefaultClient, "http://"+p.httpAddr, name)
+}
+
+// scrapeMetric reads one sample from base's /metrics with hc.
+func scrapeMetric(t testing.TB, hc *http.Client, base, name string) float64 {
+	t.Helper()
+	resp, err := hc.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +221,7 @@ func (p *servedProc) metric(t testing.TB, name string) float64 {
 			return v
 		}
 	}
-	t.Fatalf("no %s in /metrics", name)
+	t.Fatalf("no %s in /metrics (status %s)", name, resp.Status)
 	return 0
 }
 

@@ -5,7 +5,6 @@ package main
 // `passbook serve --tls-cert … --sasl … --authorize`, then real clients.
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -38,24 +37,7 @@ func cli(t *testing.T, dir, stdin string, args ...string) string {
 func tlsMetric(t *testing.T, p *servedProc, cfg *tls.Config, name string) float64 {
 	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
-	resp, err := hc.Get("https://" + p.httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-	}
-	t.Fatalf("no %s in /metrics (status %s)", name, resp.Status)
-	return 0
+	return scrapeMetric(t, hc, "https://"+p.httpAddr, name)
 }
 
 // SASL_SSL end to end: users and ACLs made with the CLI before serve
