@@ -3,9 +3,13 @@ package acl_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/passbook-log/passbook/acl"
+	"github.com/passbook-log/passbook/internal/jsonfile"
 )
 
 func allow(rt acl.ResourceType, name string, pt acl.PatternType, principal string, op acl.Operation) acl.Binding {
@@ -242,5 +246,33 @@ func BenchmarkAllowed(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A damaged ACL file fails closed: every request but super users' is
+// denied until it is repaired, and List says which file and where.
+func TestAuthorizer_DamagedFileFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	store, _ := acl.OpenStore(dir)
+	if err := store.Add(allow(acl.Topic, "orders", acl.Literal, "User:alice", acl.Read)); err != nil {
+		t.Fatal(err)
+	}
+	a := acl.NewAuthorizer(store, []string{"User:admin"}, nil)
+	if !a.Allowed("User:alice", "127.0.0.1", acl.Read, acl.Topic, "orders") {
+		t.Fatal("alice may not read before the damage")
+	}
+	if err := os.WriteFile(store.Path(), []byte(`{"acls": [{"resource_type": 2,`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(jsonfile.Recheck)
+	if a.Allowed("User:alice", "127.0.0.1", acl.Read, acl.Topic, "orders") {
+		t.Error("a damaged ACL file still allows what it allowed")
+	}
+	if !a.Allowed("User:admin", "127.0.0.1", acl.Read, acl.Topic, "orders") {
+		t.Error("a super user is denied by a damaged ACL file")
+	}
+	all := acl.Filter{ResourceType: acl.ResourceAny, Pattern: acl.PatternAny, Operation: acl.OpAny, Permission: acl.PermissionAny}
+	if _, err := store.List(all); err == nil || !strings.Contains(err.Error(), store.Path()) {
+		t.Errorf("List of a damaged file: %v, want an error naming %s", err, store.Path())
 	}
 }
