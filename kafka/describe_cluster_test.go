@@ -28,10 +28,11 @@ func TestDescribeCluster_TheBrokerAsAdvertised(t *testing.T) {
 		t.Fatalf("metadata brokers %v, want one", md.Brokers)
 	}
 	host, port, _ := net.SplitHostPort(ts.addr)
+	r := dialRaw(t, ts.addr)
 	for v := int16(0); v <= 2; v++ {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version = v
-		resp := seedRequest[*kmsg.DescribeClusterResponse](t, cl, req)
+		resp := r.do(req).(*kmsg.DescribeClusterResponse)
 		if resp.ErrorCode != 0 {
 			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
 		}
@@ -52,7 +53,7 @@ func TestDescribeCluster_TheBrokerAsAdvertised(t *testing.T) {
 // MISMATCHED_ENDPOINT_TYPE, an unknown one UNSUPPORTED_ENDPOINT_TYPE.
 func TestDescribeCluster_EndpointTypes(t *testing.T) {
 	ts := startServer(t, nil)
-	cl := ts.client(t)
+	r := dialRaw(t, ts.addr)
 	for _, tc := range []struct {
 		endpoint int8
 		want     *kerr.Error
@@ -63,7 +64,7 @@ func TestDescribeCluster_EndpointTypes(t *testing.T) {
 	} {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version, req.EndpointType = 1, tc.endpoint
-		resp := seedRequest[*kmsg.DescribeClusterResponse](t, cl, req)
+		resp := r.do(req).(*kmsg.DescribeClusterResponse)
 		if resp.ErrorCode != tc.want.Code || len(resp.Brokers) != 0 {
 			t.Errorf("endpoint type %d: error %d, brokers %v; want %s and none", tc.endpoint, resp.ErrorCode, resp.Brokers, tc.want)
 		}

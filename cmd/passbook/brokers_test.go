@@ -117,7 +117,7 @@ func TestBrokers_SameAsDataDirectory(t *testing.T) {
 
 	for _, step := range []brokersStep{
 		{args: []string{"topic", "list"}, compare: "columns 3"},
-		{args: []string{"topic", "describe", "three"}, compare: "columns 4"},
+		{args: []string{"topic", "describe", "three"}, compare: "columns 5"}, // BYTES too: the served copy holds the same files
 		{args: []string{"topic", "describe", "keys"}, compare: "columns 4"},
 		{args: []string{"topic", "describe", "nope"}},
 		{args: []string{"lag"}},
@@ -545,6 +545,7 @@ func TestBrokers_SCRAMOverTLS(t *testing.T) {
 		args, flags  []string
 		code         int
 		stdout, says string
+		stdoutRE     string // instead of stdout
 	}{
 		{stdin: "s3cret\n", args: []string{"topic", "create", "t", "--partitions", "2"}, flags: withStdin, stdout: "created topic t with 2 partitions\n"},
 		{env: env, stdin: "one\ntwo\nthree\n", args: []string{"produce", "t", "--print-offsets"}, flags: secure, stdout: "0:0\n1:0\n0:1\n"},
@@ -556,12 +557,19 @@ func TestBrokers_SCRAMOverTLS(t *testing.T) {
 		{stdin: "s3cret\n", args: []string{"topic", "list"}, flags: []string{"--brokers", srv.kafkaAddr, "--tls", "--sasl-mechanism", "scram-sha-512", "--user", "alice", "--password-stdin"},
 			code: 1, says: "certificate signed by unknown authority"},
 		{args: []string{"topic", "list"}, flags: []string{"--brokers", srv.kafkaAddr, "--tls-ca", certs.CAFile}, code: 1, says: "cannot reach the Kafka brokers at " + srv.kafkaAddr},
-		{env: env, args: []string{"topic", "list"}, flags: secure, stdout: "  TOPIC  PARTITIONS  RECORDS  BYTES\n      t           2        3      -\n"},
+		// BYTES: the partitions' sizes by DescribeLogDirs, which depend on
+		// how the client batched the three records (TestBrokers_SameAsDataDirectory
+		// checks them against the data directory's).
+		{env: env, args: []string{"topic", "list"}, flags: secure, stdoutRE: `^  TOPIC  PARTITIONS  RECORDS  BYTES\n      t           2        3 +[1-9][0-9]*\n$`},
 	} {
 		t.Run(strings.Join(append(slices.Clip(tc.args), tc.flags[len(tc.flags)-1]), " "), func(t *testing.T) {
 			args := append(slices.Clip(tc.args), tc.flags...)
 			stdout, stderr, code := runProcess(t, passbookBinary(t), "", append(binaryEnv(), tc.env...), tc.stdin, args...)
-			if code != tc.code || (tc.code == 0 && stdout != tc.stdout) || !strings.Contains(stderr, tc.says) {
+			want := tc.stdout == stdout
+			if tc.stdoutRE != "" {
+				want, tc.stdout = regexp.MustCompile(tc.stdoutRE).MatchString(stdout), tc.stdoutRE
+			}
+			if code != tc.code || (tc.code == 0 && !want) || !strings.Contains(stderr, tc.says) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, %q, saying %q", code, stdout, stderr, tc.code, tc.stdout, tc.says)
 			}
 		})

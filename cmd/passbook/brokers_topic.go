@@ -144,11 +144,14 @@ func info(ext *topicExtent, cfg passbook.TopicConfig, sizes map[int32]int64) pas
 }
 
 // sizes is each partition's bytes by DescribeLogDirs (the largest over
-// the replicas), or nil when the cluster does not answer it.
-func (c *cluster) sizes(ctx context.Context, topics ...string) map[string]map[int32]int64 {
+// the replicas), or nil when the cluster does not answer it. Every
+// partition is named: a topic without partitions asks for none.
+func (c *cluster) sizes(ctx context.Context, exts ...*topicExtent) map[string]map[int32]int64 {
 	set := kadm.TopicsSet{}
-	for _, t := range topics {
-		set.Add(t)
+	for _, ext := range exts {
+		for p := range ext.partitions {
+			set.Add(ext.name, int32(p))
+		}
 	}
 	dirs, err := c.adm.DescribeAllLogDirs(ctx, set)
 	if err != nil {
@@ -270,7 +273,11 @@ func remoteTopicList(ctx context.Context, e *env, b *brokerFlags, asJSON bool) e
 		if err != nil {
 			return err
 		}
-		sizes := c.sizes(ctx, sorted...)
+		listed := make([]*topicExtent, 0, len(sorted))
+		for _, name := range sorted {
+			listed = append(listed, exts[name])
+		}
+		sizes := c.sizes(ctx, listed...)
 		for _, name := range sorted {
 			infos = append(infos, info(exts[name], cfgs[name], sizes[name]))
 		}
@@ -292,7 +299,7 @@ func remoteTopicDescribe(ctx context.Context, e *env, b *brokerFlags, name strin
 	if err != nil {
 		return err
 	}
-	return printTopicDescribe(e, info(ext, cfg, c.sizes(ctx, name)[name]), serverDurability, asJSON)
+	return printTopicDescribe(e, info(ext, cfg, c.sizes(ctx, ext)[name]), serverDurability, asJSON)
 }
 
 func remoteTopicDelete(ctx context.Context, e *env, b *brokerFlags, name string) error {
