@@ -76,10 +76,13 @@ func (m *memory) CommitEntries(ctx context.Context, entries []Entry) error {
 }
 
 func (f Filter) match(k Key) bool {
-	return (f.Consumer == "" || f.Consumer == k.Consumer) && (f.Topic == "" || f.Topic == k.Topic)
+	return (f.Consumer == "" || f.Consumer == k.Consumer) && (f.Topic == "" || f.Topic == k.Topic) && f.matchPartition(k.Partition)
 }
 
 func (m *memory) List(ctx context.Context, f Filter) ([]Entry, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, wrap(err, "list %+v", f)
 	}

@@ -3,6 +3,7 @@ package offsets
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -57,6 +58,9 @@ type Entry struct {
 type Filter struct {
 	Consumer string
 	Topic    string
+	// Partitions, if not empty, selects only these partitions of Topic
+	// (Kafka's OffsetDelete); it needs Topic.
+	Partitions []int32
 }
 
 // Store keeps committed offsets. Implementations are safe for concurrent
@@ -87,7 +91,19 @@ func (f Filter) validateDelete() error {
 	if f.Consumer == "" && f.Topic == "" {
 		return fmt.Errorf("%w: delete needs a consumer or a topic", ErrInvalid)
 	}
+	return f.validate()
+}
+
+func (f Filter) validate() error {
+	if len(f.Partitions) > 0 && f.Topic == "" {
+		return fmt.Errorf("%w: partitions %v of no topic", ErrInvalid, f.Partitions)
+	}
 	return nil
+}
+
+// matchPartition reports whether f selects partition p.
+func (f Filter) matchPartition(p int32) bool {
+	return len(f.Partitions) == 0 || slices.Contains(f.Partitions, p)
 }
 
 // timeMs converts the stores' Unix milliseconds to a time.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -612,6 +613,13 @@ func (f Filter) where() string {
 	if f.Topic != "" {
 		conds = append(conds, "topic = ?2")
 	}
+	if len(f.Partitions) > 0 {
+		ps := make([]string, len(f.Partitions))
+		for i, p := range f.Partitions {
+			ps[i] = strconv.FormatInt(int64(p), 10) // integers: nothing to quote
+		}
+		conds = append(conds, "partition IN ("+strings.Join(ps, ", ")+")")
+	}
 	if len(conds) == 0 {
 		return ""
 	}
@@ -633,6 +641,9 @@ func (f Filter) bind(st *sqlite3.Stmt) error {
 // List returns the entries matching f, sorted by consumer, topic and
 // partition.
 func (s *SQLite) List(ctx context.Context, f Filter) ([]Entry, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
 	var list []Entry
 	err := s.do(ctx, func(c *sqlite3.Conn) (err error) {
 		list, err = listLocked(c, f, true)

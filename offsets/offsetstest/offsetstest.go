@@ -235,7 +235,8 @@ func keysOf(list []offsets.Entry) []offsets.Key {
 func filtered(keys []offsets.Key, f offsets.Filter) []offsets.Key {
 	var out []offsets.Key
 	for _, k := range keys {
-		if (f.Consumer == "" || f.Consumer == k.Consumer) && (f.Topic == "" || f.Topic == k.Topic) {
+		if (f.Consumer == "" || f.Consumer == k.Consumer) && (f.Topic == "" || f.Topic == k.Topic) &&
+			(len(f.Partitions) == 0 || slices.Contains(f.Partitions, k.Partition)) {
 			out = append(out, k)
 		}
 	}
@@ -244,6 +245,7 @@ func filtered(keys []offsets.Key, f offsets.Filter) []offsets.Key {
 
 var filters = []offsets.Filter{
 	{Consumer: "a"}, {Topic: "x"}, {Consumer: "b", Topic: "y"}, {Consumer: "nobody"}, {Topic: "nothing"},
+	{Consumer: "a", Topic: "x", Partitions: []int32{0, 10}}, {Topic: "x", Partitions: []int32{1}}, {Consumer: "a", Topic: "x", Partitions: []int32{5}},
 }
 
 func testList(t *testing.T, s offsets.Store) {
