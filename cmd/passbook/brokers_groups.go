@@ -322,7 +322,9 @@ func remoteReplay(ctx context.Context, e *env, b *brokerFlags, topic, name strin
 
 // remoteOffsetsDelete deletes a group's committed offsets: the whole
 // group by DeleteGroups when that is all of them, else the topic's by
-// OffsetDelete. Both refuse a group with members.
+// OffsetDelete (passbook serve and Kafka 2.4+ answer it; a server that
+// does not is refused, saying what to do instead). Both refuse a group
+// with members.
 func remoteOffsetsDelete(ctx context.Context, e *env, b *brokerFlags, name, topic string) error {
 	c, err := b.dial(ctx)
 	if err != nil {

@@ -148,6 +148,7 @@ func TestBrokers_SameAsDataDirectory(t *testing.T) {
 		{args: []string{"offsets", "set", "300", "--consumer", "early", "--topic", "one"}},
 		{args: []string{"offsets", "set", "1", "--consumer", "early", "--topic", "one", "--partition", "4"}},
 		{args: []string{"offsets", "set", "-3", "--consumer", "early", "--topic", "one"}},
+		{args: []string{"offsets", "delete", "--consumer", "early", "--topic", "three"}}, // OffsetDelete: one topic of the group's two
 		{args: []string{"offsets", "delete", "--consumer", "new"}},
 		{args: []string{"offsets", "delete", "--consumer", "never"}},
 		{args: []string{"lag"}},
@@ -399,20 +400,20 @@ func TestBrokers_FollowAndProduce(t *testing.T) {
 		t.Errorf("the next run read %d bytes again, want nothing", len(again))
 	}
 
-	// One topic's offsets of a group that has others need OffsetDelete,
-	// which passbook serve does not answer: refused, saying what to do
-	// instead, and nothing deleted.
+	// One topic's offsets of a group that has others: deleted by
+	// OffsetDelete, and only that topic's.
 	for _, step := range [][]string{{"topic", "create", "u"}, {"produce", "u"}, {"consume", "u", "--consumer", "tail"}} {
 		if _, stderr, code := runBinary(t, "", "x\n", append(slices.Clip(b), step...)...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", step, code, stderr)
 		}
 	}
-	if _, stderr, code := runBinary(t, "", "", append(slices.Clip(b), "offsets", "delete", "--consumer", "tail", "--topic", "u")...); code != 1 ||
-		!strings.Contains(stderr, "these brokers do not answer OffsetDelete (Kafka's API key 47)") {
-		t.Errorf("offsets delete --topic: exit %d, %q; want exit 1 saying OffsetDelete is not answered", code, stderr)
+	if out, stderr, code := runBinary(t, "", "", append(slices.Clip(b), "offsets", "delete", "--consumer", "tail", "--topic", "u")...); code != 0 ||
+		out != "deleted 1 committed offset of tail\n" {
+		t.Errorf("offsets delete --topic: exit %d, %q, %q; want exit 0, deleted 1 committed offset", code, out, stderr)
 	}
-	if out, _, _ := runBinary(t, "", "", append(slices.Clip(b), "offsets", "list", "--consumer", "tail", "--topic", "u")...); !strings.Contains(out, "tail      u      0          1") {
-		t.Errorf("after the refused delete, offsets list says:\n%s\nwant tail's offset 1 on u kept", out)
+	out, _, _ = runBinary(t, "", "", append(slices.Clip(b), "offsets", "list", "--consumer", "tail")...)
+	if strings.Contains(out, " u ") || !strings.Contains(out, "tail      t") {
+		t.Errorf("after the delete, offsets list says:\n%s\nwant tail's offsets on t kept, none on u", out)
 	}
 }
 
