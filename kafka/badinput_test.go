@@ -127,7 +127,7 @@ func TestBadInput_ConnectionClosed(t *testing.T) {
 		{"negative frame size", []byte{0xff, 0xff, 0xff, 0xf0, 1, 2, 3}},
 		{"request over the size limit", frame(produceRequest(7, -1, "guarded", 0, testBatch(t, 100, 1000)))},
 		{"unknown API key", sized(header(999, 0))},
-		{"API key not served (OffsetDelete)", sized(append(header(47, 0), make([]byte, 40)...))},
+		{"API key not served (DescribeProducers)", sized(append(header(61, 0), make([]byte, 40)...))},
 		{"version not served (Fetch v3)", frame(fetch3)},
 		{"version not served (Produce v13)", sized(append(header(0, 13), 0))},
 		{"malformed body", sized(append(header(3, 1), 0x7f, 0xff, 0xff, 0xff))},
@@ -171,7 +171,8 @@ func TestApiVersions_UnknownVersion(t *testing.T) {
 	}
 	want := map[int16][2]int16{0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4},
 		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 5},
-		22: {0, 4}, 29: {1, 3}, 30: {1, 3}, 31: {1, 3}, 32: {1, 4}, 36: {0, 2}, 42: {0, 2}, 50: {0, 0}, 51: {0, 0}}
+		22: {0, 4}, 29: {1, 3}, 30: {1, 3}, 31: {1, 3}, 32: {1, 4}, 35: {0, 5}, 36: {0, 2}, 42: {0, 2}, 47: {0, 0}, 50: {0, 0}, 51: {0, 0},
+		60: {0, 2}}
 	advertised := len(want)
 	for _, k := range resp.ApiKeys {
 		if w, ok := want[k.ApiKey]; !ok || w != [2]int16{k.MinVersion, k.MaxVersion} {
