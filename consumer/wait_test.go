@@ -1,15 +1,16 @@
 package consumer_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/consumer"
+	"github.com/passbook-log/passbook/internal/leakcheck"
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 )
@@ -32,19 +33,10 @@ func openTopic(t *testing.T, partitions int) (*passbook.DB, *passbook.Topic) {
 // waiters counts the goroutines in a storage wait, and says whether one
 // of them is blocked in a select.
 func waiters() (n int, selecting bool) {
-	buf := make([]byte, 1<<20)
-	for {
-		k := runtime.Stack(buf, true)
-		if k < len(buf) {
-			buf = buf[:k]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if bytes.Contains(g, []byte("storage.WaitAny(")) || bytes.Contains(g, []byte("storage.(*Log).Wait(")) {
+	for _, g := range leakcheck.Stacks() {
+		if strings.Contains(g, "storage.WaitAny(") || strings.Contains(g, "storage.(*Log).Wait(") {
 			n++
-			selecting = selecting || bytes.Contains(g, []byte("[select"))
+			selecting = selecting || strings.Contains(g, "[select")
 		}
 	}
 	return n, selecting

@@ -1,15 +1,16 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/passbook-log/passbook/internal/leakcheck"
 	"github.com/passbook-log/passbook/vfs"
 )
 
@@ -101,21 +102,10 @@ func TestWaitAny_AlreadyThere(t *testing.T) {
 // waitersIn counts the goroutines whose stacks are in WaitAny or
 // Log.Wait, and says whether one of them is blocked in a select.
 func waitersIn() (n int, selecting bool) {
-	buf := make([]byte, 1<<20)
-	for {
-		k := runtime.Stack(buf, true)
-		if k < len(buf) {
-			buf = buf[:k]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if bytes.Contains(g, []byte("storage.WaitAny(")) || bytes.Contains(g, []byte("storage.(*Log).Wait(")) {
+	for _, g := range leakcheck.Stacks() {
+		if strings.Contains(g, "storage.WaitAny(") || strings.Contains(g, "storage.(*Log).Wait(") {
 			n++
-			if bytes.Contains(g, []byte("[select")) {
-				selecting = true
-			}
+			selecting = selecting || strings.Contains(g, "[select")
 		}
 	}
 	return n, selecting

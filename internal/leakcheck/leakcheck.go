@@ -82,6 +82,19 @@ func Find(grace time.Duration) string {
 // others lists the stacks of every goroutine but the caller's and the
 // ignored ones.
 func others() []string {
+	var out []string
+	for _, s := range Stacks()[1:] {
+		if !isIgnored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Stacks returns the stack of every goroutine, the caller's first: a
+// "goroutine N [state]:" line and its frames each, as runtime.Stack
+// writes them. Tests that check which goroutines wait where read them.
+func Stacks() []string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -92,10 +105,8 @@ func others() []string {
 		buf = make([]byte, 2*len(buf))
 	}
 	var out []string
-	// The caller's goroutine comes first; the others follow, each a
-	// "goroutine N [state]:" line and its frames, a blank line apart.
-	for _, g := range bytes.Split(buf, []byte("\n\n"))[1:] {
-		if s := string(bytes.TrimSpace(g)); s != "" && !isIgnored(s) {
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if s := string(bytes.TrimSpace(g)); s != "" {
 			out = append(out, s)
 		}
 	}
