@@ -6,28 +6,12 @@
 'use strict'
 const fs = require('fs')
 const { Kafka, logLevel } = require('kafkajs')
+const { check, assert, sleep, summary } = require('./check')
 
 const [addr, caFile] = process.argv.slice(2)
 const ssl = { ca: [fs.readFileSync(caFile, 'utf8')] }
 const client = (mechanism, username, password) =>
   new Kafka({ clientId: 'passbook-kafkajs-secure', brokers: [addr], logLevel: logLevel.NOTHING, ssl, sasl: { mechanism, username, password }, retry: { retries: 0 } })
-
-let passed = 0
-let failed = 0
-async function check(name, fn) {
-  try {
-    await fn()
-    passed++
-    console.log(`ok   ${name}`)
-  } catch (err) {
-    failed++
-    console.log(`FAIL ${name}: ${err && err.stack ? err.stack : err}`)
-  }
-}
-function assert(cond, msg) {
-  if (!cond) throw new Error(msg)
-}
-const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 async function main() {
   const N = 200
@@ -82,7 +66,7 @@ async function main() {
     await admin.disconnect()
     assert(topics.includes('secure'), `topics: ${topics}`)
   })
-  console.log(`node: ${passed} passed, ${failed} failed`)
+  summary()
 }
 
 main().catch(err => {

@@ -4,31 +4,13 @@
 // Usage: node test.js HOST:PORT
 'use strict'
 const { Kafka, logLevel, CompressionTypes } = require('kafkajs')
+const { check, assert, sleep, summary } = require('./check')
 
 const addr = process.argv[2]
 const kafka = new Kafka({ clientId: 'passbook-kafkajs-test', brokers: [addr], logLevel: logLevel.NOTHING })
-let passed = 0
-let failed = 0
-
-async function check(name, fn) {
-  try {
-    await fn()
-    passed++
-    console.log(`ok   ${name}`)
-  } catch (err) {
-    failed++
-    console.log(`FAIL ${name}: ${err && err.stack ? err.stack : err}`)
-  }
-}
-
-function assert(cond, msg) {
-  if (!cond) throw new Error(msg)
-}
-
 const N = 1000
 const value = i => `record-${String(i).padStart(7, '0')}-payload`
 
-const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 // consumeGroup runs one member of groupId on topic until `want` messages
 // arrived (or `ms` passed), disconnects it (which commits), and returns
@@ -156,7 +138,7 @@ async function main() {
 
   await producer.disconnect()
   await admin.disconnect()
-  console.log(`node: ${passed} passed, ${failed} failed`)
+  summary()
 }
 
 main().catch(err => {
