@@ -1,0 +1,5 @@
+module github.com/passbook-log/passbook/tests/clients/librdkafka
+
+go 1.26.0
+
+require github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
