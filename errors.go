@@ -22,6 +22,10 @@ var (
 	// refuses every append and read until `passbook repair` mends it and
 	// the directory is opened again. Kafka answers KAFKA_STORAGE_ERROR.
 	ErrFenced = errors.New("passbook: partition fenced")
+	// ErrInvalidPartitions reports a partition count AddPartitions
+	// cannot give a topic: not above its count, or above MaxPartitions.
+	// Kafka answers INVALID_PARTITIONS.
+	ErrInvalidPartitions = errors.New("passbook: invalid partition count")
 	// ErrClosed reports use of a closed DB.
 	ErrClosed = errors.New("passbook: closed")
 )

@@ -83,6 +83,9 @@ type DB struct {
 	// outside mu; building counts those, and Close waits for them.
 	creating map[string]bool
 	building sync.WaitGroup
+	// alterMu serializes AddPartitions with each other and with
+	// DeleteTopic (partitions.go).
+	alterMu sync.Mutex
 }
 
 // Open opens (creating if needed) the data directory dir. One process at a
@@ -534,6 +537,8 @@ func (db *DB) Topics() []*Topic {
 
 // DeleteTopic deletes a topic, its records and every committed offset on it.
 func (db *DB) DeleteTopic(ctx context.Context, name string) error {
+	db.alterMu.Lock() // not while AddPartitions makes partitions in its directory
+	defer db.alterMu.Unlock()
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
