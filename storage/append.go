@@ -22,11 +22,12 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 	if len(recs) == 0 {
 		return 0, ErrEmpty
 	}
+	o := l.opt()
 	for i := range recs {
-		if n := recordBytes(&recs[i]); n > l.o.MaxRecordBytes {
-			return 0, l.refuse(fmt.Errorf("%w: record %d has %d bytes, limit %d", ErrRecordTooLarge, i, n, l.o.MaxRecordBytes))
+		if n := recordBytes(&recs[i]); n > o.MaxRecordBytes {
+			return 0, l.refuse(fmt.Errorf("%w: record %d has %d bytes, limit %d", ErrRecordTooLarge, i, n, o.MaxRecordBytes))
 		}
-		if l.o.Compact && recs[i].Key == nil {
+		if o.Compact && recs[i].Key == nil {
 			return 0, fmt.Errorf("%w: record %d", ErrNoKey, i)
 		}
 	}
@@ -47,14 +48,21 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 		n, size := 0, batch.HeaderSize
 		for n < len(recs) {
 			rs := recordBytes(&recs[n]) + 40 + 5*len(recs[n].Headers)
-			if n > 0 && size+rs > l.o.MaxBatchBytes {
+			if n > 0 && size+rs > o.MaxBatchBytes {
 				break
 			}
 			size += rs
 			n++
 		}
 		var err error
-		l.buf, err = batch.Append(l.buf[:0], recs[:n], batch.Options{BaseOffset: l.head.Load(), Now: now})
+		bo := batch.Options{BaseOffset: l.head.Load(), Now: now}
+		if o.Compression != nil {
+			bo.Codec = *o.Compression
+		}
+		l.buf, err = batch.Append(l.buf[:0], recs[:n], bo)
+		if err == nil && o.LogAppendTime {
+			batch.SetLogAppendTime(l.buf, now)
+		}
 		if err == nil {
 			var h batch.Header
 			if h, err = batch.ParseHeader(l.buf); err == nil {
@@ -80,8 +88,12 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 // nothing. b is modified (its base offset, and its partition leader
 // epoch, set to LeaderEpoch) but not retained.
 func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
-	if len(b) > l.o.MaxBatchBytes {
-		return 0, l.refuse(fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.o.MaxBatchBytes))
+	o := l.opt()
+	if len(b) > o.MaxBatchBytes {
+		return 0, l.refuse(fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), o.MaxBatchBytes))
+	}
+	if o.MaxMessageBytes > 0 && len(b) > o.MaxMessageBytes {
+		return 0, l.refuse(fmt.Errorf("%w: %d bytes, max.message.bytes %d", ErrBatchTooLarge, len(b), o.MaxMessageBytes))
 	}
 	l.mu.Lock()
 	if err := l.writableLocked(); err != nil {
@@ -89,10 +101,10 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 		return 0, err
 	}
 	validate := l.dec.Validate
-	if l.o.Compact {
+	if o.Compact {
 		validate = l.dec.ValidateKeyed
 	}
-	h, err := validate(b, l.o.MaxRecordBytes)
+	h, err := validate(b, o.MaxRecordBytes)
 	if err != nil {
 		l.mu.Unlock()
 		if errors.Is(err, batch.ErrTooLarge) {
@@ -105,7 +117,13 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 	}
 	oldest, newest := l.dec.Timestamps()
 	now := l.o.Now()
-	if err := l.checkTimestamps(oldest, newest, now); err != nil {
+	if !o.LogAppendTime { // the broker's time replaces the producer's: nothing to check (as Kafka)
+		if err := l.checkTimestamps(oldest, newest, now); err != nil {
+			l.mu.Unlock()
+			return 0, l.refuse(err)
+		}
+	}
+	if b, h, err = l.prepareBatch(o, b, h, now); err != nil {
 		l.mu.Unlock()
 		return 0, l.refuse(err)
 	}
@@ -126,7 +144,7 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 // recordBytes counts (key, value and headers): Options.MaxRecordBytes
 // with its default applied. A caller that checks records one by one
 // before batching them (passbook produce) asks here.
-func (l *Log) MaxRecordBytes() int { return l.o.MaxRecordBytes }
+func (l *Log) MaxRecordBytes() int { return l.opt().MaxRecordBytes }
 
 // recordBytes is what counts against MaxRecordBytes: key, value, and each
 // header's key and value plus batch.HeaderOverhead (see batch.RecordSize).
@@ -138,7 +156,7 @@ func recordBytes(r *batch.Record) int { return batch.RecordSize(r) }
 func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	s := l.active()
 	aged := l.ageRollDueLocked(s, now.UnixMilli())
-	if s.size.Load() > 0 && (s.size.Load()+int64(len(b)) > l.o.SegmentBytes || aged) {
+	if s.size.Load() > 0 && (s.size.Load()+int64(len(b)) > l.opt().SegmentBytes || aged) {
 		var err error
 		if s, err = l.rollLocked(); err != nil {
 			err = fmt.Errorf("roll segment: %w", err)

@@ -83,7 +83,7 @@ func (l *Log) rewrite(ctx context.Context, p *pass, cs *cleanerState) error {
 			break
 		}
 		n := s.size.Load()
-		if len(group) > 0 && (size+n > l.o.SegmentBytes || s.next.Load()-group[0].base > math.MaxUint32) {
+		if len(group) > 0 && (size+n > l.opt().SegmentBytes || s.next.Load()-group[0].base > math.MaxUint32) {
 			if err := l.cleanGroup(ctx, p, cs, group); err != nil {
 				return err
 			}

@@ -101,7 +101,7 @@ func (l *Log) dirtyBytes() (dirty, total int64) {
 // stops it between batches. It fails with ErrNotCompacted on a log
 // without Options.Compact.
 func (l *Log) Compact(ctx context.Context) (CompactStats, error) {
-	if !l.o.Compact {
+	if !l.opt().Compact {
 		return CompactStats{}, fmt.Errorf("%w: %s (Options.Compact is off)", ErrNotCompacted, l.dir)
 	}
 	l.cleanMu.Lock()
@@ -126,7 +126,7 @@ func (l *Log) cleaner() {
 		case <-t.C:
 		}
 		l.cleanMu.Lock()
-		if l.writable() == nil && l.cleanDueLocked() {
+		if l.opt().Compact && l.writable() == nil && l.cleanDueLocked() {
 			st, err := l.compactLocked(context.Background())
 			switch {
 			case err != nil && !errors.Is(err, ErrClosed):
@@ -144,12 +144,15 @@ func (l *Log) cleaner() {
 // dirty ratio reached MinDirtyRatio, or tombstones passed DeleteRetention.
 func (l *Log) cleanDueLocked() bool {
 	dirty, total := l.dirtyBytes()
-	if dirty > 0 && float64(dirty) >= l.o.MinDirtyRatio*float64(total) {
+	if dirty > 0 && float64(dirty) >= l.opt().MinDirtyRatio*float64(total) {
 		return true
 	}
 	nowMs := l.o.Now().UnixMilli()
+	if l.compactionOverdue(l.opt(), nowMs) {
+		return true
+	}
 	for _, m := range l.clean.state.marks {
-		if nowMs-m.ms >= l.o.DeleteRetention.Milliseconds() {
+		if nowMs-m.ms >= l.opt().DeleteRetention.Milliseconds() {
 			return true
 		}
 	}
@@ -182,6 +185,12 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 		return st, nil
 	}
 	end := closed[len(closed)-1].next.Load() // the active segment's base
+	if lagEnd := compactionLagEnd(l.opt(), closed, end, l.o.Now().UnixMilli()); lagEnd < end {
+		end = lagEnd
+		if end <= max(l.clean.state.cleaned, segs[0].base) {
+			return st, nil // nothing older than min.compaction.lag.ms is dirty
+		}
+	}
 	if dirty, total := l.dirtyBytes(); total > 0 {
 		st.DirtyRatio = float64(dirty) / float64(total)
 	}
@@ -197,7 +206,7 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 	// Tombstones kept DeleteRetention since a pass first saw them go now.
 	nowMs := l.o.Now().UnixMilli()
 	cs.marks = slices.DeleteFunc(cs.marks, func(m tombMark) bool {
-		if nowMs-m.ms >= l.o.DeleteRetention.Milliseconds() {
+		if nowMs-m.ms >= l.opt().DeleteRetention.Milliseconds() {
 			cs.horizon = max(cs.horizon, m.end)
 			return true
 		}

@@ -34,7 +34,8 @@ import (
 // head, and pin the segment they read.
 type Log struct {
 	dir  string
-	o    Options
+	o    Options                 // as Open was given them, defaults applied
+	live atomic.Pointer[Options] // o with the live settings of the last Reconfigure (tune.go)
 	fs   vfs.FS
 	lock io.Closer // nil with Options.CallerLocked
 
@@ -100,6 +101,8 @@ func Open(dir string, opts *Options) (*Log, error) {
 	o := opts.withDefaults()
 	began := o.Now()
 	l := &Log{dir: dir, o: o, fs: o.FS, files: o.Files, stop: make(chan struct{}), done: make(chan struct{})}
+	live := o
+	l.live.Store(&live)
 	l.sync.cond = sync.NewCond(&l.sync.mu)
 	if err := l.prepareDir(); err != nil {
 		return nil, err
@@ -228,9 +231,12 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	close(l.stop)
-	<-l.done // before taking mu: the background goroutine may want it
-	if l.cleanerDone != nil {
-		<-l.cleanerDone
+	<-l.done    // before taking mu: the background goroutine may want it
+	l.mu.Lock() // Reconfigure may start the cleaner, under mu, until closed is set
+	cleanerDone := l.cleanerDone
+	l.mu.Unlock()
+	if cleanerDone != nil {
+		<-cleanerDone
 	}
 	l.cleanMu.Lock() // wait until a Compact in progress has seen stop and returned
 	//lint:ignore SA2001 the lock is taken only to wait for its holder
@@ -293,7 +299,7 @@ func (l *Log) background() {
 			if err := l.checkpointNow(); err != nil {
 				l.o.Logger.Error("checkpoint", "dir", l.dir, "err", err)
 			}
-			if l.o.RetentionAge > 0 || l.o.RetentionBytes > 0 {
+			if l.opt().RetentionAge > 0 || l.opt().RetentionBytes > 0 {
 				if _, err := l.Retain(); err != nil && !errors.Is(err, ErrClosed) {
 					l.o.Logger.Error("retention", "dir", l.dir, "err", err)
 				}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/vfs"
 )
 
@@ -109,6 +110,29 @@ type Options struct {
 	TimestampBeforeMax time.Duration
 	TimestampAfterMax  time.Duration
 
+	// MaxMessageBytes bounds one batch AppendBatch takes (a Kafka
+	// producer's), on its stored size, after any recompression: Kafka's
+	// max.message.bytes, failing with ErrBatchTooLarge. Zero means
+	// MaxBatchBytes alone.
+	MaxMessageBytes int
+	// MinCompactionLag keeps the cleaner off records younger than this
+	// (by their segment's largest timestamp); MaxCompactionLag makes it
+	// clean a dirty segment older than this whatever the dirty ratio,
+	// and rolls the active segment of a compacted log at that age.
+	// Kafka's min.compaction.lag.ms and max.compaction.lag.ms; zero
+	// means none.
+	MinCompactionLag time.Duration
+	MaxCompactionLag time.Duration
+	// LogAppendTime stamps every batch AppendBatch takes with the log's
+	// clock (Kafka's message.timestamp.type=LogAppendTime: the max
+	// timestamp and the timestamp-type attribute bit).
+	LogAppendTime bool
+	// Compression, when set, is the codec AppendBatch stores every batch
+	// in, recompressing one that arrives in another (Kafka's
+	// compression.type naming a codec; nil is "producer": the batch as
+	// sent). Control batches are kept as they are.
+	Compression *batch.Codec
+
 	Now    func() time.Time // the clock; default time.Now
 	Logger *slog.Logger     // default: discard
 }
@@ -151,6 +175,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CleanerBufferBytes != 0 && (o.CleanerBufferBytes < minCleanerBuffer || o.CleanerBufferBytes > maxCleanerBuffer) {
 		errs = append(errs, fmt.Errorf("cleaner buffer bytes %d not in [%d, %d]", o.CleanerBufferBytes, minCleanerBuffer, maxCleanerBuffer))
+	}
+	if err := o.validateLive(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("storage: invalid options: %w", err)
@@ -202,6 +229,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxBatchBytes < c.MaxRecordBytes+1024 {
 		c.MaxBatchBytes = c.MaxRecordBytes + 1024
+	}
+	if c.MaxBatchBytes < c.MaxMessageBytes {
+		c.MaxBatchBytes = c.MaxMessageBytes
 	}
 	if c.Durability == DefaultDurability {
 		c.Durability = InOS

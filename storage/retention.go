@@ -73,8 +73,8 @@ func (l *Log) detachRetained() ([]*segment, error) {
 	for n < len(segs)-1 {
 		s := segs[n]
 		ms := l.retentionMs(s, nowMs) // a far-future timestamp does not freeze retention
-		byAge := l.o.RetentionAge > 0 && ms >= 0 && nowMs-ms > l.o.RetentionAge.Milliseconds()
-		bySize := l.o.RetentionBytes > 0 && total-s.size.Load() >= l.o.RetentionBytes
+		byAge := l.opt().RetentionAge > 0 && ms >= 0 && nowMs-ms > l.opt().RetentionAge.Milliseconds()
+		bySize := l.opt().RetentionBytes > 0 && total-s.size.Load() >= l.opt().RetentionBytes
 		if !byAge && !bySize {
 			break
 		}

@@ -29,11 +29,11 @@ const defaultTimestampAfterMax = time.Hour
 // window the options allow around now.
 func (l *Log) checkTimestamps(oldest, newest int64, now time.Time) error {
 	nowMs := now.UnixMilli()
-	if b := l.o.TimestampBeforeMax; b > 0 && b != NoTimestampLimit && nowMs-oldest > b.Milliseconds() {
+	if b := l.opt().TimestampBeforeMax; b > 0 && b != NoTimestampLimit && nowMs-oldest > b.Milliseconds() {
 		return fmt.Errorf("%w: timestamp %s is %s ms before the broker's clock (%s); message.timestamp.before.max.ms is %s",
 			ErrInvalidTimestamp, formatMs(oldest), thousands.Int(nowMs-oldest), formatMs(nowMs), thousands.Int(b.Milliseconds()))
 	}
-	if a := l.o.TimestampAfterMax; a != NoTimestampLimit && newest-nowMs > a.Milliseconds() {
+	if a := l.opt().TimestampAfterMax; a != NoTimestampLimit && newest-nowMs > a.Milliseconds() {
 		return fmt.Errorf("%w: timestamp %s is %s ms after the broker's clock (%s); message.timestamp.after.max.ms is %s",
 			ErrInvalidTimestamp, formatMs(newest), thousands.Int(newest-nowMs), formatMs(nowMs), thousands.Int(a.Milliseconds()))
 	}
@@ -76,7 +76,7 @@ func (l *Log) ageRollDueLocked(s *segment, nowMs int64) bool {
 		}
 		l.roll = rollClock{seg: s, ms: since}
 	}
-	return s.size.Load() > 0 && nowMs-l.roll.ms >= l.o.SegmentAge.Milliseconds()
+	return s.size.Load() > 0 && nowMs-l.roll.ms >= rollAge(l.opt()).Milliseconds()
 }
 
 // retentionMs is the newest timestamp of the closed segment s as
@@ -90,7 +90,7 @@ func (l *Log) ageRollDueLocked(s *segment, nowMs int64) bool {
 // costs a stat.
 func (l *Log) retentionMs(s *segment, nowMs int64) int64 {
 	ms := s.maxMs.Load()
-	after := l.o.TimestampAfterMax
+	after := l.opt().TimestampAfterMax
 	if after == NoTimestampLimit || ms <= nowMs+after.Milliseconds() {
 		return ms
 	}
