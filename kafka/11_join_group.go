@@ -64,6 +64,16 @@ func (co *coordinator) join(req *kmsg.JoinGroupRequest, client, host string) (*k
 	if co.mu.closed {
 		return fail(kerr.CoordinatorNotAvailable)
 	}
+	if cg := co.mu.cgroups[req.Group]; cg != nil {
+		if len(cg.members) > 0 {
+			// Kafka lets classic members into a consumer group only with
+			// online migration; we do not (see group848.go).
+			return fail(kerr.InconsistentGroupProtocol)
+		}
+		if req.MemberID == "" {
+			delete(co.mu.cgroups, req.Group) // empty: it becomes a classic group
+		}
+	}
 	g := co.groupLocked(req.Group, req.MemberID == "")
 	if g == nil {
 		return fail(kerr.UnknownMemberID)

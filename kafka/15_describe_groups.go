@@ -5,7 +5,10 @@ package kafka
 // A group's state, protocol and members, with each member's metadata and
 // assignment once the group is stable (as Kafka answers). A consumer name
 // that has only committed offsets is an Empty group; any other name is
-// Dead, with no error (Kafka's answer before v6).
+// Dead, with no error (Kafka's answer before v6), and so is a group of
+// the KIP-848 protocol, which is not a classic group (Kafka 4 answers
+// the same; ConsumerGroupDescribe describes it). From v6, both get
+// GROUP_ID_NOT_FOUND with Kafka's message.
 //
 // ACLs: Describe on each group (GROUP_AUTHORIZATION_FAILED for it). Its
 // authorized operations (v3+) are filled in when asked for.
@@ -37,8 +40,15 @@ func describeGroups(ctx context.Context, c *conn, req *kmsg.DescribeGroupsReques
 		}
 		g.ErrorCode, g.Group, g.State = code, name, s.state.String()
 		g.ProtocolType, g.Protocol, g.Members = s.protocolType, s.protocol, s.members
-		if s.name == "" {
-			g.State = "Dead"
+		if s.name == "" || s.consumerState != "" {
+			g.State, g.ProtocolType, g.Protocol, g.Members = "Dead", "", "", nil
+			if req.Version >= 6 && code == 0 {
+				g.ErrorCode = kerr.GroupIDNotFound.Code
+				g.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
+				if s.consumerState != "" {
+					g.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic group.")
+				}
+			}
 		}
 		resp.Groups = append(resp.Groups, g)
 	}
@@ -56,6 +66,9 @@ func (co *coordinator) describe(ctx context.Context, name string) (groupSummary,
 	var s groupSummary
 	if g != nil {
 		s = g.summaryLocked()
+	} else if cg := co.mu.cgroups[name]; cg != nil {
+		co.mu.Unlock()
+		return groupSummary{name: name, protocolType: "consumer", consumerState: cg.stateLocked()}, 0
 	}
 	co.mu.Unlock()
 	if g != nil {

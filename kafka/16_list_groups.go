@@ -7,7 +7,9 @@ package kafka
 // in the offset store: embedded consumers, and Kafka groups from before
 // the server last started. Kafka, too, lists a group that only stores
 // offsets as Empty. The states filter (v4+) is matched without regard to
-// case; every group is a "classic" one (the types filter, v5+).
+// case. A group's type (v5+, and its filter) is "consumer" for a group of
+// the KIP-848 protocol, with its states (Empty, Assigning, Reconciling,
+// Stable) and protocol type "consumer", else "classic".
 //
 // ACLs: every group with Describe on the cluster, else the groups the
 // client may Describe.
@@ -29,6 +31,24 @@ type groupSummary struct {
 	name, protocolType, protocol string
 	state                        groupState
 	members                      []kmsg.DescribeGroupsResponseGroupMember
+	// consumerState is set for a KIP-848 group: its state.
+	consumerState string
+}
+
+// stateName is the group's state as Kafka names it.
+func (s groupSummary) stateName() string {
+	if s.consumerState != "" {
+		return s.consumerState
+	}
+	return s.state.String()
+}
+
+// groupType is "consumer" for a KIP-848 group, else "classic".
+func (s groupSummary) groupType() string {
+	if s.consumerState != "" {
+		return "consumer"
+	}
+	return "classic"
 }
 
 func listGroups(ctx context.Context, c *conn, req *kmsg.ListGroupsRequest) (reply, error) {
@@ -43,11 +63,11 @@ func listGroups(ctx context.Context, c *conn, req *kmsg.ListGroupsRequest) (repl
 		if !all && !c.may(acl.Describe, acl.Group, s.name) {
 			continue
 		}
-		if !matches(req.StatesFilter, s.state.String()) || !matches(req.TypesFilter, "classic") {
+		if !matches(req.StatesFilter, s.stateName()) || !matches(req.TypesFilter, s.groupType()) {
 			continue
 		}
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState, g.GroupType = s.name, s.protocolType, s.state.String(), "classic"
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = s.name, s.protocolType, s.stateName(), s.groupType()
 		resp.Groups = append(resp.Groups, g)
 	}
 	return reply{resp: resp}, nil
@@ -65,6 +85,9 @@ func (co *coordinator) summaries(ctx context.Context) ([]groupSummary, int16) {
 	var sums []groupSummary
 	for _, g := range co.mu.groups {
 		sums = append(sums, g.summaryLocked())
+	}
+	for _, g := range co.mu.cgroups {
+		sums = append(sums, groupSummary{name: g.name, protocolType: "consumer", consumerState: g.stateLocked()})
 	}
 	co.mu.Unlock()
 	for i, e := range list {

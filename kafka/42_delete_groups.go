@@ -2,9 +2,10 @@ package kafka
 
 // DeleteGroups (key 42): versions 0–2.
 //
-// Deletes groups that have no members, and with them their committed
-// offsets in the offset store (whoever committed them: this deletes an
-// embedded consumer's bookmarks too, as `passbook offsets delete` does).
+// Deletes groups that have no members (classic or KIP-848), and with
+// them their committed offsets in the offset store (whoever committed
+// them: this deletes an embedded consumer's bookmarks too, as `passbook
+// offsets delete` does).
 // A group with members gets NON_EMPTY_GROUP; a name with neither members
 // nor offsets GROUP_ID_NOT_FOUND.
 //
@@ -46,13 +47,18 @@ func (co *coordinator) deleteGroup(ctx context.Context, name string) int16 {
 	if g != nil && len(g.members) > 0 {
 		return kerr.NonEmptyGroup.Code
 	}
+	cg := co.mu.cgroups[name]
+	if cg != nil && len(cg.members) > 0 {
+		return kerr.NonEmptyGroup.Code
+	}
 	n, err := co.store.Delete(ctx, offsets.Filter{Consumer: name})
 	if err != nil {
 		return co.storeErrorCode(err)
 	}
-	if g == nil && n == 0 {
+	if g == nil && cg == nil && n == 0 {
 		return kerr.GroupIDNotFound.Code
 	}
+	delete(co.mu.cgroups, name)
 	if g != nil {
 		g.stopTimersLocked()
 		for _, m := range g.pending {

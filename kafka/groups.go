@@ -52,17 +52,22 @@ type coordinator struct {
 	log        *slog.Logger
 	minSession time.Duration
 	maxSession time.Duration
+	consumer   consumerGroupConfig // KIP-848 groups (group848.go)
 
 	mu struct {
 		sync.Mutex
-		groups map[string]*group
-		closed bool
+		groups  map[string]*group  // classic groups
+		cgroups map[string]*cgroup // consumer (KIP-848) groups; a name is in one map at most
+		closed  bool
 	}
 }
 
 func newCoordinator(store offsets.Store, partitions func(string) (int, error), log *slog.Logger, minSession, maxSession time.Duration) *coordinator {
-	co := &coordinator{store: store, partitions: partitions, log: log, minSession: minSession, maxSession: maxSession}
+	co := &coordinator{store: store, partitions: partitions, log: log, minSession: minSession, maxSession: maxSession,
+		consumer: consumerGroupConfig{session: defaultConsumerSessionTimeout, heartbeat: defaultConsumerHeartbeatInterval,
+			maxSize: defaultConsumerMaxSize, assignors: []string{"uniform", "range"}}}
 	co.mu.groups = map[string]*group{}
+	co.mu.cgroups = map[string]*cgroup{}
 	return co
 }
 
@@ -82,6 +87,9 @@ func (co *coordinator) close() {
 		for _, m := range g.pending {
 			m.stopTimer()
 		}
+	}
+	for _, g := range co.mu.cgroups {
+		g.stopTimersLocked()
 	}
 }
 
