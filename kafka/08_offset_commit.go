@@ -20,7 +20,9 @@ package kafka
 // the group waits for its leader's assignment (REBALANCE_IN_PROGRESS).
 // A group the server does not know — it restarted, and forgot its
 // members — refuses generations ≥ 0 with ILLEGAL_GENERATION, so its
-// members join again. Per partition: an unknown topic or partition gets
+// members join again. A KIP-848 group fences by member epoch instead
+// (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; see fenceConsumerCommitLocked
+// in group848.go). Per partition: an unknown topic or partition gets
 // UNKNOWN_TOPIC_OR_PARTITION, metadata over 4 KiB
 // OFFSET_METADATA_TOO_LARGE, a negative offset INVALID_REQUEST (the
 // store keeps offsets ≥ 0; "no offset" is no entry); the rest is
@@ -124,7 +126,11 @@ func (co *coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest
 	// Also once the coordinator has closed, in a shutdown: a commit that
 	// was read is still written (the offset store closes after the
 	// server), so the member does not read its records again.
-	if code := co.fenceCommitLocked(req.Group, req.MemberID, req.Generation); code != 0 {
+	if code, ok := co.fenceConsumerCommitLocked(req); ok { // a KIP-848 group: group848.go
+		if code != 0 {
+			return all(code)
+		}
+	} else if code := co.fenceCommitLocked(req.Group, req.MemberID, req.Generation); code != 0 {
 		return all(code)
 	}
 

@@ -8,7 +8,9 @@ package kafka
 // gets offset −1 and no error, as from Kafka; a null topic list (v2+)
 // asks for every committed offset of the group. v8+ asks for several
 // groups at once. Without transactions no offset is ever unstable, so
-// require_stable (v7+) changes nothing. Leader epochs are −1.
+// require_stable (v7+) changes nothing. Leader epochs are −1. From v9 a
+// member of a KIP-848 group reads at its member epoch (UNKNOWN_MEMBER_ID,
+// STALE_MEMBER_EPOCH; fenceConsumerOffsetFetch in group848.go).
 //
 // ACLs: Describe on the group (GROUP_AUTHORIZATION_FAILED), Describe on
 // each topic asked for (TOPIC_AUTHORIZATION_FAILED for its partitions);
@@ -51,6 +53,12 @@ func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (re
 			}
 		}
 		topics, code := c.fetchOffsets(ctx, rg.Group, want)
+		if code == 0 && req.Version >= 9 {
+			// A KIP-848 group's member reads at its epoch (group848.go).
+			if code = c.s.groups.fenceConsumerOffsetFetch(rg.Group, rg.MemberID, rg.MemberEpoch); code != 0 {
+				topics = nil
+			}
+		}
 		g := kmsg.NewOffsetFetchResponseGroup()
 		g.Group, g.ErrorCode = rg.Group, code
 		for _, t := range topics {
