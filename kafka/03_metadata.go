@@ -1,14 +1,21 @@
 package kafka
 
-// Metadata (key 3): versions 0–12.
+// Metadata (key 3): versions 0–13.
 //
 // One broker, NodeID, leads every partition, with leader epoch 0 and
 // itself as the only replica. In v0 an empty topic list asks for every
 // topic; from v1 a null list does, and an empty one for none. A missing
 // topic is created with the default partition count when the client
 // allows it (allow_auto_topic_creation, v4+; always allowed before) and
-// the server has auto-creation on. No topic IDs: they are all zero, and
-// a topic asked for by ID alone is unknown.
+// the server has auto-creation on. From v10 every topic carries its ID
+// (topicids.go). v10 and v11 may not name a topic by ID or leave its
+// name null (INVALID_REQUEST for every topic asked for, as Kafka); from
+// v12 topics are asked for by ID: once any topic is, the names are
+// ignored, an ID no topic has is UNKNOWN_TOPIC_ID, and the answers name
+// no topic the client may not Describe (TOPIC_AUTHORIZATION_FAILED with
+// a null name: IDs are not secret, names are). Nothing is auto-created
+// by ID. v13's top-level error code is always 0: there is no other
+// broker to rebootstrap to.
 //
 // ACLs, as Kafka's: the all-topics list holds only the topics the
 // client may Describe; a topic named that it may not Describe gets
@@ -28,7 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.Metadata, 0, 12, metadata) }
+func init() { register(kmsg.Metadata, 0, 13, metadata) }
 
 func metadata(_ context.Context, c *conn, req *kmsg.MetadataRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -54,6 +61,41 @@ func metadata(_ context.Context, c *conn, req *kmsg.MetadataRequest) (reply, err
 			if c.may(acl.Describe, acl.Topic, t.Name()) {
 				resp.Topics = append(resp.Topics, describe(topicMetadata(t)))
 			}
+		}
+		return reply{resp: resp}, nil
+	}
+	if req.Version < 12 {
+		for _, rt := range req.Topics {
+			if rt.Topic == nil || rt.TopicID != ([16]byte{}) {
+				// Kafka: "Topic IDs are not supported in requests for
+				// version 10/11", and every topic gets the error.
+				for _, rt := range req.Topics {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+					if mt.Topic == nil {
+						mt.Topic = new(string)
+					}
+					mt.ErrorCode = kerr.InvalidRequest.Code
+					resp.Topics = append(resp.Topics, mt)
+				}
+				return reply{resp: resp}, nil
+			}
+		}
+	} else if byID := metadataByID(req.Topics); len(byID) > 0 {
+		for _, id := range byID {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.TopicID = id
+			name, ok := c.topicNameByID(id)
+			t, err := c.s.db.Topic(name)
+			switch {
+			case !ok || err != nil:
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+			case !c.allowed(acl.Describe, acl.Topic, name):
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				mt = describe(topicMetadata(t))
+			}
+			resp.Topics = append(resp.Topics, mt)
 		}
 		return reply{resp: resp}, nil
 	}
@@ -106,10 +148,25 @@ func (s *Server) autoCreate(name string) (*passbook.Topic, error) {
 	return t, nil
 }
 
+// metadataByID returns the distinct nonzero topic IDs asked for, in
+// request order.
+func metadataByID(topics []kmsg.MetadataRequestTopic) [][16]byte {
+	var ids [][16]byte
+	seen := map[[16]byte]bool{}
+	for _, rt := range topics {
+		if id := rt.TopicID; id != ([16]byte{}) && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 func topicMetadata(t *passbook.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name()
 	mt.Topic = &name
+	mt.TopicID = t.ID()
 	for p := range t.Partitions() {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(p)

@@ -52,6 +52,11 @@ type conn struct {
 	clientID string
 	api      kmsg.Key
 
+	// topicIDs maps the topic IDs the connection's requests named to
+	// their topics' names (topicids.go); only the reader goroutine
+	// touches it.
+	topicIDs map[[16]byte]string
+
 	// principal is who the connection is ("User:name"): User:ANONYMOUS,
 	// the "User:CN" of its TLS client certificate, or the user it
 	// authenticated as with SASL. sasl is its SASL progress (sasl.go).
@@ -306,6 +311,7 @@ func (c *conn) handle(ctx context.Context, frame []byte) (p pending, ok bool, er
 	if c.s.log.Enabled(ctx, slog.LevelDebug) {
 		c.s.log.Debug("kafka: request", "remote", c.remote, "api", h.key.Name(), "version", req.GetVersion(), "correlation", corr)
 	}
+	ids := c.topicIDsIn(req) // topic IDs in, as names, for the handler
 	r, err := h.serve(ctx, c, req)
 	if err != nil {
 		return p, false, err
@@ -313,6 +319,7 @@ func (c *conn) handle(ctx context.Context, frame []byte) (p pending, ok bool, er
 	if r.resp == nil {
 		return p, false, nil
 	}
+	r = ids.out(c, r) // and the IDs into its response
 	r.resp.SetVersion(req.GetVersion())
 	return pending{reply: r, corr: corr, flexHeader: r.resp.IsFlexible() && h.key != kmsg.ApiVersions}, true, nil
 }
