@@ -1,8 +1,11 @@
 package kafka
 
-// Fetch (key 1): versions 4–12. No fetch sessions (the response's session
-// id is 0, which tells clients to send full fetches), no topic IDs (v13),
-// no transactions (the last stable offset is the high watermark).
+// Fetch (key 1): versions 4–18. No fetch sessions (the response's session
+// id is 0, which tells clients to send full fetches), no transactions
+// (the last stable offset is the high watermark). v13+ names topics by
+// ID, translated to names before this handler and back after it
+// (topicids.go); v14–v18 add only what followers send and tiered storage
+// answers.
 //
 // A fetch returns whole stored batches as they are in the segment files,
 // never re-encoded: the first may start before the offset asked for, and
@@ -40,7 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.Fetch, 4, 12, fetch) }
+func init() { register(kmsg.Fetch, 4, 18, fetch) }
 
 func fetch(_ context.Context, c *conn, req *kmsg.FetchRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
