@@ -1,11 +1,13 @@
 package kafka
 
-// ListOffsets (key 2): versions 1–7.
+// ListOffsets (key 2): versions 1–11 (v8–v11's timestamps −4, −5, −6:
+// versions.go).
 //
 // Timestamp −2 asks for the log start offset, −1 for the high watermark
-// (the head), −3 (v7) for the record with the largest timestamp — here
-// the last record, which is that record whenever producers' clocks do not
-// go backwards — and a timestamp ≥ 0 for the first record at or after it,
+// (the head), −3 (v7) for the record with the largest timestamp (the
+// first of several with it; storage.Log.MaxTimestamp, through the time
+// index: timestamps 3000, 9000, 5000 answer offset 1, not the last
+// record) — and a timestamp ≥ 0 for the first record at or after it,
 // found through the time index; when there is none the answer is offset
 // −1, as Kafka's.
 //
@@ -23,7 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.ListOffsets, 1, 7, listOffsets) }
+func init() { register(kmsg.ListOffsets, 1, 11, listOffsets) }
 
 const (
 	latestTimestamp   = -1
@@ -77,10 +79,11 @@ func offsetFor(l *storage.Log, ts int64) (offset, timestamp int64, err error) {
 	case latestTimestamp:
 		return l.Head(), -1, nil
 	case maxTimestamp:
-		if l.Head() == l.StartOffset() {
-			return -1, -1, nil
+		off, ms, found, err := l.MaxTimestamp()
+		if err != nil || !found {
+			return -1, -1, err
 		}
-		return recordAt(l, l.Head()-1)
+		return off, ms, nil
 	}
 	off, err := l.OffsetForTime(time.UnixMilli(ts))
 	if err != nil {
