@@ -129,7 +129,7 @@ func TestBadInput_ConnectionClosed(t *testing.T) {
 		{"unknown API key", sized(header(999, 0))},
 		{"API key not served (DescribeProducers)", sized(append(header(61, 0), make([]byte, 40)...))},
 		{"version not served (Fetch v3)", frame(fetch3)},
-		{"version not served (Produce v13)", sized(append(header(0, 13), 0))},
+		{"version not served (Produce v14)", sized(append(header(0, 14), 0))},
 		{"malformed body", sized(append(header(3, 1), 0x7f, 0xff, 0xff, 0xff))},
 		{"client id longer than the frame", sized(append(header(3, 1)[:8], 0x10, 0))},
 		{"malformed header tags", sized(append(header(3, 9), 5, 1))},
@@ -169,8 +169,8 @@ func TestApiVersions_UnknownVersion(t *testing.T) {
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("error %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
 	}
-	want := map[int16][2]int16{0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4},
-		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 5},
+	want := map[int16][2]int16{0: {0, 12}, 1: {4, 18}, 2: {1, 11}, 3: {0, 13}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4},
+		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 17: {0, 1}, 18: {0, 5}, 19: {2, 7}, 20: {1, 6},
 		22: {0, 4}, 29: {1, 3}, 30: {1, 3}, 31: {1, 3}, 32: {1, 4}, 35: {0, 5}, 36: {0, 2}, 42: {0, 2}, 47: {0, 0}, 50: {0, 0}, 51: {0, 0},
 		60: {0, 2}}
 	advertised := len(want)
