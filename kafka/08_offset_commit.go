@@ -1,7 +1,9 @@
 package kafka
 
-// OffsetCommit (key 8): versions 0–9 (librdkafka wants 1–2 covered; v10
-// names topics by ID).
+// OffsetCommit (key 8): versions 0–10 (librdkafka wants 1–2 covered;
+// v10 names topics by ID, translated to names before this handler and
+// back after it: topicids.go, where an ID no topic has is
+// UNKNOWN_TOPIC_ID).
 //
 // A Kafka group's committed offsets are the offset store's entries for
 // the consumer named as the group: `passbook lag` and `passbook offsets`
@@ -42,7 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.OffsetCommit, 0, 9, offsetCommit) }
+func init() { register(kmsg.OffsetCommit, 0, 10, offsetCommit) }
 
 func offsetCommit(ctx context.Context, c *conn, req *kmsg.OffsetCommitRequest) (reply, error) {
 	// ACLs first, as Kafka: Read on the group for the whole request,
