@@ -72,7 +72,7 @@ type OutOfRangeError struct {
 
 func (e *OutOfRangeError) Error() string {
 	if e.Offset >= 0 && e.Offset < e.Start { // a negative offset was never in the log
-		return fmt.Sprintf("storage: offset %d is below the log start %d (%d records deleted by retention)", e.Offset, e.Start, e.Start-e.Offset)
+		return fmt.Sprintf("storage: offset %d is below the log start %d (%d records deleted by retention or DeleteRecords)", e.Offset, e.Start, e.Start-e.Offset)
 	}
 	return fmt.Sprintf("storage: offset %d is out of range [%d, %d]", e.Offset, e.Start, e.Head)
 }

@@ -125,6 +125,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	if l.recovery.TornBytes > 0 {
 		o.Logger.Warn("truncated torn tail", "dir", dir, "bytes", l.recovery.TornBytes)
 	}
+	l.trimBelowStart() // logstart.go
 	go l.background()
 	if o.Compact {
 		l.cleanerDone = make(chan struct{})

@@ -78,8 +78,12 @@ func (l *Log) load() error {
 			return &CorruptError{File: s.path, Pos: 0, Err: fmt.Errorf("segment starts at offset %d but the previous one ends at %d", base, segs[i-1].next.Load())}
 		}
 	}
-	l.start.Store(segs[0].base)
 	l.head.Store(segs[len(segs)-1].next.Load())
+	start, err := l.loadedStart(segs[0].base, l.head.Load())
+	if err != nil {
+		return err
+	}
+	l.start.Store(start)
 	l.clean.cleaned.Store(max(l.clean.state.cleaned, segs[0].base))
 	l.recovery.Clean = cp.clean && cp.base == segs[len(segs)-1].base
 	// From here on the last shutdown was not clean until Close says so.

@@ -24,6 +24,12 @@ import (
 func (l *Log) Retain() (int, error) {
 	l.retainMu.Lock() // one pass at a time, so leftovers and victims stay in order
 	defer l.retainMu.Unlock()
+	return l.retainLocked()
+}
+
+// retainLocked is Retain, with retainMu held. It also deletes the
+// segments wholly below a log start offset that DeleteRecords moved.
+func (l *Log) retainLocked() (int, error) {
 	victims, err := l.detachRetained()
 	if err != nil {
 		return 0, err
@@ -75,7 +81,8 @@ func (l *Log) detachRetained() ([]*segment, error) {
 		ms := l.retentionMs(s, nowMs) // a far-future timestamp does not freeze retention
 		byAge := l.opt().RetentionAge > 0 && ms >= 0 && nowMs-ms > l.opt().RetentionAge.Milliseconds()
 		bySize := l.opt().RetentionBytes > 0 && total-s.size.Load() >= l.opt().RetentionBytes
-		if !byAge && !bySize {
+		belowStart := s.next.Load() <= l.start.Load() // DeleteRecords (logstart.go)
+		if !byAge && !bySize && !belowStart {
 			break
 		}
 		total -= s.size.Load()
@@ -86,7 +93,7 @@ func (l *Log) detachRetained() ([]*segment, error) {
 	}
 	kept := slices.Clone(segs[n:])
 	l.segs.Store(&kept)
-	l.start.Store(kept[0].base)
+	l.start.Store(max(kept[0].base, l.start.Load()))
 	return segs[:n], nil
 }
 

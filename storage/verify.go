@@ -238,7 +238,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 			}
 		case isAside(n):
 			r.Notes = append(r.Notes, fmt.Sprintf("%s was moved aside by repair (read it with passbook dump)", filepath.Join(dir, n)))
-		case n == formatFile || n == lockFile || n == checkpointFile || isGapRuleFile(n):
+		case n == formatFile || n == lockFile || n == checkpointFile || n == logStartFile || isGapRuleFile(n):
 		default:
 			r.Notes = append(r.Notes, fmt.Sprintf("%s is not a passbook file", filepath.Join(dir, n)))
 		}
@@ -295,6 +295,11 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		if s.next >= 0 {
 			r.Head = s.next
 		}
+	}
+	if ls, err := readLogStart(fsys, dir); err != nil { // logstart.go
+		refused(Problem{Kind: ProblemFile, File: filepath.Join(dir, logStartFile), Pos: 0, Detail: err.Error() + "; Open refuses the partition"})
+	} else if ls > r.Start {
+		r.Start = min(ls, r.Head)
 	}
 	r.Fenced = openRefuses(ps)
 	if len(bases) > 0 {
