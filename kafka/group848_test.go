@@ -1,0 +1,427 @@
+package kafka
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// consumerTimeouts sets the group.consumer session timeout and
+// heartbeat interval of a test server.
+func (ts *testServer) consumerTimeouts(session, heartbeat time.Duration) {
+	co := ts.srv.groups
+	co.mu.Lock()
+	co.consumer.session, co.consumer.heartbeat = session, heartbeat
+	co.mu.Unlock()
+}
+
+// hbClient sends raw ConsumerGroupHeartbeats as one member would.
+type hbClient struct {
+	t     *testing.T
+	cl    *kgo.Client
+	group string
+	id    string
+	epoch int32
+	inst  *string
+	owned map[int32]bool // partitions of topic it owns
+	topic offsets.TopicID
+}
+
+func newHBClient(t *testing.T, ts *testServer, group, id string, topic offsets.TopicID) *hbClient {
+	return &hbClient{t: t, cl: ts.client(t), group: group, id: id, topic: topic, owned: map[int32]bool{}}
+}
+
+func (h *hbClient) send(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	h.t.Helper()
+	req.Group = h.group
+	if req.MemberID == "" {
+		req.MemberID = h.id
+	}
+	resp, err := req.RequestWith(context.Background(), h.cl)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// join sends epoch 0 subscribing to topics.
+func (h *hbClient) join(topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
+	h.t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.MemberEpoch, req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.InstanceID = 0, 30_000, topics, h.inst
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return h.take(h.send(req))
+}
+
+// beat sends a heartbeat with what it owns, and takes the answer.
+func (h *hbClient) beat() *kmsg.ConsumerGroupHeartbeatResponse {
+	h.t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.MemberEpoch, req.RebalanceTimeoutMillis, req.InstanceID = h.epoch, -1, h.inst
+	t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+	t.TopicID = h.topic
+	for p := range h.owned {
+		t.Partitions = append(t.Partitions, p)
+	}
+	slices.Sort(t.Partitions)
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{t}
+	return h.take(h.send(req))
+}
+
+func (h *hbClient) take(resp *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
+	if resp.ErrorCode != 0 {
+		return resp
+	}
+	h.epoch = resp.MemberEpoch
+	if resp.Assignment != nil {
+		h.owned = map[int32]bool{}
+		for _, t := range resp.Assignment.Topics {
+			for _, p := range t.Partitions {
+				h.owned[p] = true
+			}
+		}
+	}
+	return resp
+}
+
+func (h *hbClient) partitions() []int32 {
+	var ps []int32
+	for p := range h.owned {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+func describeConsumerGroup(t *testing.T, cl *kgo.Client, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Groups[0]
+}
+
+// A partition taken from one member goes to another only once the first
+// has released it: until then the new member waits with nothing.
+func TestConsumerGroup_RevokedBeforeReassigned(t *testing.T) {
+	ts := startServer(t, nil)
+	id := ts.createTopic(t, "t", 4).ID()
+	a := newHBClient(t, ts, "g", "member-a", id)
+	b := newHBClient(t, ts, "g", "member-b", id)
+
+	if r := a.join("t"); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("a joins: error %d epoch %d, want 0, 1", r.ErrorCode, r.MemberEpoch)
+	}
+	if got := a.partitions(); len(got) != 4 {
+		t.Fatalf("a alone owns %v, want all 4", got)
+	}
+	if r := b.join("t"); r.ErrorCode != 0 || r.MemberEpoch != 2 || len(b.owned) != 0 {
+		t.Fatalf("b joins: error %d epoch %d owns %v; want epoch 2 and nothing yet (a still holds them)", r.ErrorCode, r.MemberEpoch, b.partitions())
+	}
+	// a is told to keep two: it stays at epoch 1 until it revokes.
+	keep := map[int32]bool{}
+	r := a.send(func() *kmsg.ConsumerGroupHeartbeatRequest {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.MemberEpoch, req.RebalanceTimeoutMillis = 1, -1
+		tt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+		tt.TopicID, tt.Partitions = id, []int32{0, 1, 2, 3}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{tt}
+		return req
+	}())
+	if r.ErrorCode != 0 || r.MemberEpoch != 1 || r.Assignment == nil || len(r.Assignment.Topics[0].Partitions) != 2 {
+		t.Fatalf("a's heartbeat: %+v; want epoch 1 and two partitions kept", r)
+	}
+	for _, p := range r.Assignment.Topics[0].Partitions {
+		keep[p] = true
+	}
+	// b still waits: a has not released anything.
+	if b.beat(); len(b.owned) != 0 {
+		t.Fatalf("b got %v before a released them", b.partitions())
+	}
+	if d := describeConsumerGroup(t, a.cl, "g"); d.State != "Reconciling" || d.Epoch != 2 || d.AssignmentEpoch != 2 {
+		t.Errorf("while revoking: state %s epoch %d/%d, want Reconciling 2/2", d.State, d.Epoch, d.AssignmentEpoch)
+	}
+	a.epoch, a.owned = 1, keep // a revokes the other two
+	if r := a.beat(); r.ErrorCode != 0 || r.MemberEpoch != 2 {
+		t.Fatalf("a after revoking: error %d epoch %d, want epoch 2", r.ErrorCode, r.MemberEpoch)
+	}
+	if r := b.beat(); r.ErrorCode != 0 || r.MemberEpoch != 2 || len(b.owned) != 2 {
+		t.Fatalf("b after a released: error %d epoch %d owns %v; want the two a released", r.ErrorCode, r.MemberEpoch, b.partitions())
+	}
+	for p := range b.owned {
+		if keep[p] {
+			t.Errorf("partition %d owned by both a and b", p)
+		}
+	}
+	if d := describeConsumerGroup(t, a.cl, "g"); d.State != "Stable" || len(d.Members) != 2 {
+		t.Errorf("after reconciling: state %s with %d members, want Stable with 2", d.State, len(d.Members))
+	}
+}
+
+// The errors a member is told, each as Kafka tells it.
+func TestConsumerGroup_Errors(t *testing.T) {
+	ts := startServer(t, nil)
+	id := ts.createTopic(t, "t", 2).ID()
+	a := newHBClient(t, ts, "g", "member-a", id)
+	a.join("t")
+	heartbeat := func(mut func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", "member-a", 1, -1
+		mut(req)
+		resp, err := req.RequestWith(context.Background(), a.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	static := "instance-1"
+	s := newHBClient(t, ts, "g", "static-1", id)
+	s.inst = &static
+	if r := s.join("t"); r.ErrorCode != 0 {
+		t.Fatalf("static member joins: %d", r.ErrorCode)
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(*kmsg.ConsumerGroupHeartbeatRequest)
+		want *kerr.Error
+	}{
+		{"an epoch ahead of the member's", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 7 }, kerr.FencedMemberEpoch},
+		{"an unknown member", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "nobody" }, kerr.UnknownMemberID},
+		{"an unknown group", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "other" }, kerr.UnknownMemberID},
+		{"another member with a static member's instance id", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberID, r.MemberEpoch, r.InstanceID, r.SubscribedTopicNames, r.RebalanceTimeoutMillis = "static-2", 0, &static, []string{"t"}, 30_000
+		}, kerr.UnreleasedInstanceID},
+		{"a heartbeat with a static member's instance id and another member id", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.InstanceID = &static
+		}, kerr.FencedInstanceID},
+		{"an unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = kmsg.StringPtr("sticky") }, kerr.UnsupportedAssignor},
+		{"a bad regular expression", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = kmsg.StringPtr("t(") }, kerr.InvalidRegularExpression},
+		{"a join without a subscription", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = "member-c", 0, 30_000
+		}, kerr.InvalidRequest},
+		{"v1 without a member id", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest},
+		{"an empty group id", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidGroupID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := heartbeat(tc.mut); got.ErrorCode != tc.want.Code {
+				t.Errorf("error %v (%v), want %v", kerr.ErrorForCode(got.ErrorCode), got.ErrorMessage, tc.want)
+			}
+		})
+	}
+
+	t.Run("the group is full", func(t *testing.T) {
+		ts.srv.groups.mu.Lock()
+		ts.srv.groups.consumer.maxSize = 2
+		ts.srv.groups.mu.Unlock()
+		defer func() {
+			ts.srv.groups.mu.Lock()
+			ts.srv.groups.consumer.maxSize = defaultConsumerMaxSize
+			ts.srv.groups.mu.Unlock()
+		}()
+		c := newHBClient(t, ts, "g", "member-c", id)
+		if r := c.join("t"); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+			t.Errorf("a third member of a group of at most 2: %v, want GROUP_MAX_SIZE_REACHED", kerr.ErrorForCode(r.ErrorCode))
+		}
+	})
+
+	t.Run("a classic JoinGroup to a consumer group", func(t *testing.T) {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = "g", 10_000, 10_000, "consumer"
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", []byte{0}
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{p}
+		resp, err := req.RequestWith(context.Background(), a.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+			t.Errorf("JoinGroup: %v, want INCONSISTENT_GROUP_PROTOCOL", kerr.ErrorForCode(resp.ErrorCode))
+		}
+	})
+
+	t.Run("a consumer heartbeat to a classic group", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		classic := ts.client(t, kgo.ConsumerGroup("classic"), kgo.ConsumeTopics("t"))
+		go classic.PollFetches(ctx)
+		waitFor(t, func() bool {
+			ts.srv.groups.mu.Lock()
+			defer ts.srv.groups.mu.Unlock()
+			g := ts.srv.groups.mu.groups["classic"]
+			return g != nil && g.state == stateStable
+		})
+		r := heartbeat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.Group, r.MemberID, r.MemberEpoch, r.SubscribedTopicNames, r.RebalanceTimeoutMillis = "classic", "member-x", 0, []string{"t"}, 30_000
+		})
+		if r.ErrorCode != kerr.GroupIDNotFound.Code {
+			t.Errorf("heartbeat: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(r.ErrorCode))
+		}
+	})
+
+	t.Run("a commit at an epoch ahead of the member's", func(t *testing.T) {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = 9, "g", "member-a", 5
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 1
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		resp, err := req.RequestWith(context.Background(), a.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.StaleMemberEpoch.Code {
+			t.Errorf("commit: %v, want STALE_MEMBER_EPOCH", kerr.ErrorForCode(got))
+		}
+	})
+}
+
+// A static member that leaves with epoch −2 keeps its partitions; its
+// next incarnation, with a new member id, gets them back and the others
+// see no change of epoch.
+func TestConsumerGroup_StaticMemberComesBack(t *testing.T) {
+	ts := startServer(t, nil)
+	id := ts.createTopic(t, "t", 4).ID()
+	inst := "instance-1"
+	s := newHBClient(t, ts, "g", "static-1", id)
+	s.inst = &inst
+	o := newHBClient(t, ts, "g", "other", id)
+	s.join("t")
+	o.join("t")
+	for range 4 { // reconcile both
+		s.beat()
+		o.beat()
+	}
+	if len(s.owned) != 2 || len(o.owned) != 2 {
+		t.Fatalf("before: static owns %v, other %v; want two each", s.partitions(), o.partitions())
+	}
+	before, otherEpoch := s.partitions(), o.epoch
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.MemberEpoch, req.InstanceID = -2, &inst
+	if r := s.send(req); r.ErrorCode != 0 || r.MemberEpoch != -2 {
+		t.Fatalf("static leave: error %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
+	if o.beat(); len(o.owned) != 2 || o.epoch != otherEpoch {
+		t.Fatalf("the other member after the static one left for now: owns %v at epoch %d, want two at %d", o.partitions(), o.epoch, otherEpoch)
+	}
+	back := newHBClient(t, ts, "g", "static-1-restarted", id)
+	back.inst = &inst
+	if r := back.join("t"); r.ErrorCode != 0 {
+		t.Fatalf("the restarted static member joins: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if got := back.partitions(); !slices.Equal(got, before) {
+		t.Errorf("the restarted static member owns %v, want %v as before", got, before)
+	}
+	if o.beat(); o.epoch != otherEpoch || len(o.owned) != 2 {
+		t.Errorf("the other member: epoch %d owning %v, want %d unchanged", o.epoch, o.partitions(), otherEpoch)
+	}
+	// The old incarnation is fenced.
+	s.epoch = back.epoch
+	if r := s.beat(); r.ErrorCode != kerr.FencedInstanceID.Code && r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Errorf("the old incarnation's heartbeat: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// A member that stops heartbeating is removed at the session timeout,
+// and the others get its partitions.
+func TestConsumerGroup_SessionTimeoutMovesPartitions(t *testing.T) {
+	ts := startServer(t, nil)
+	ts.consumerTimeouts(300*time.Millisecond, 50*time.Millisecond)
+	id := ts.createTopic(t, "t", 4).ID()
+	a := newHBClient(t, ts, "g", "member-a", id)
+	b := newHBClient(t, ts, "g", "member-b", id)
+	a.join("t")
+	b.join("t")
+	for range 4 {
+		a.beat()
+		b.beat()
+	}
+	if len(a.owned) != 2 || len(b.owned) != 2 {
+		t.Fatalf("a owns %v, b %v; want two each", a.partitions(), b.partitions())
+	}
+	// a goes silent; b heartbeats until it has all four.
+	waitFor(t, func() bool {
+		b.beat()
+		return len(b.owned) == 4
+	})
+	if d := describeConsumerGroup(t, b.cl, "g"); len(d.Members) != 1 || d.Members[0].MemberID != "member-b" {
+		t.Errorf("members after a's session expired: %+v, want only member-b", d.Members)
+	}
+}
+
+func TestAssignors_EveryPartitionOnce(t *testing.T) {
+	topics := []topicMeta{{name: "a", id: offsets.TopicID{1}, partitions: 7}, {name: "b", id: offsets.TopicID{2}, partitions: 3}}
+	all := func(string) bool { return true }
+	onlyA := func(n string) bool { return n == "a" }
+	for _, tc := range []struct {
+		name    string
+		assign  func(assignSpec) map[string]tpSet
+		members []assignMember
+	}{
+		{"uniform, same subscriptions", assignUniform, []assignMember{{id: "m1", subscribes: all}, {id: "m2", subscribes: all}, {id: "m3", subscribes: all}}},
+		{"uniform, different subscriptions", assignUniform, []assignMember{{id: "m1", subscribes: all}, {id: "m2", subscribes: onlyA}}},
+		{"range, same subscriptions", assignRange, []assignMember{{id: "m1", key: "m1", subscribes: all}, {id: "m2", key: "m2", subscribes: all}, {id: "m3", key: "m3", subscribes: all}}},
+		{"range, different subscriptions", assignRange, []assignMember{{id: "m1", key: "m1", subscribes: all}, {id: "m2", key: "m2", subscribes: onlyA}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.assign(assignSpec{members: tc.members, topics: topics})
+			seen := map[tp]string{}
+			for _, m := range tc.members {
+				for p := range got[m.id] {
+					if o, ok := seen[p]; ok {
+						t.Errorf("partition %v given to %s and %s", p, o, m.id)
+					}
+					seen[p] = m.id
+					name := "a"
+					if p.id == topics[1].id {
+						name = "b"
+					}
+					if !m.subscribes(name) {
+						t.Errorf("%s given %s/%d it does not subscribe to", m.id, name, p.p)
+					}
+				}
+			}
+			if len(seen) != 10 {
+				t.Errorf("%d partitions assigned, want all 10", len(seen))
+			}
+		})
+	}
+	// uniform is balanced (7+3 over 3: 4, 3, 3) and sticky: with a fourth
+	// member, each of the three keeps partitions it had.
+	three := []assignMember{{id: "m1", subscribes: all}, {id: "m2", subscribes: all}, {id: "m3", subscribes: all}}
+	first := assignUniform(assignSpec{members: three, topics: topics})
+	var sizes []int
+	for _, m := range three {
+		sizes = append(sizes, len(first[m.id]))
+	}
+	slices.Sort(sizes)
+	if !slices.Equal(sizes, []int{3, 3, 4}) {
+		t.Errorf("uniform over 3 members: shares %v, want 3, 3, 4", sizes)
+	}
+	four := append(slices.Clone(three), assignMember{id: "m4", subscribes: all})
+	for i := range three {
+		four[i].prev = first[four[i].id]
+	}
+	second := assignUniform(assignSpec{members: four, topics: topics})
+	for _, m := range three {
+		kept := 0
+		for p := range second[m.id] {
+			if _, ok := first[m.id][p]; ok {
+				kept++
+			}
+		}
+		if kept != len(second[m.id]) {
+			t.Errorf("%s: kept %d of its %d new partitions from before; uniform should move only what m4 takes", m.id, kept, len(second[m.id]))
+		}
+	}
+}
