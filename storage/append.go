@@ -115,6 +115,10 @@ func (l *Log) AppendBatch(b []byte, d Durability) (int64, error) {
 		}
 		return 0, l.refuse(fmt.Errorf("%w: %w", ErrInvalidBatch, err))
 	}
+	if h.IsControl() {
+		l.mu.Unlock()
+		return 0, l.refuse(ErrControlBatch) // AppendMarker writes them (txn.go)
+	}
 	oldest, newest := l.dec.Timestamps()
 	now := l.o.Now()
 	if !o.LogAppendTime { // the broker's time replaces the producer's: nothing to check (as Kafka)
@@ -174,6 +178,11 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	if err := s.indexBatch(pos, h, l.o.IndexInterval); err != nil {
 		return l.failWrite(err)
 	}
+	if isTxnBatch(h) {
+		if err := l.txnWrittenLocked(s, h, b); err != nil {
+			return l.failWrite(err)
+		}
+	}
 	s.size.Store(pos + int64(len(b)))
 	s.next.Store(h.NextOffset())
 	l.head.Store(h.NextOffset())
@@ -194,6 +203,10 @@ func (l *Log) rollLocked() (*segment, error) {
 	s.idx.inMemory = true
 	s.next.Store(s.base)
 	s.sinceIndex, s.sinceTime = l.o.IndexInterval, l.o.IndexInterval
+	if err := l.txnRollLocked(old, s); err != nil { // txnindex.go
+		s.drop()
+		return nil, err
+	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		s.drop()
 		return nil, fmt.Errorf("sync directory: %w", err)

@@ -41,6 +41,19 @@ func (c *Chunk) WriteTo(w io.Writer) (int64, error) {
 // the first, fails with a *CorruptError. At the head it returns an empty
 // chunk (Size 0, Next = from).
 func (l *Log) ReadBatches(from int64, maxBytes int) (Chunk, error) {
+	return l.readBatches(from, maxBytes, l.head.Load)
+}
+
+// ReadCommittedBatches is ReadBatches for a read_committed Kafka fetch:
+// it stops at the last stable offset instead of the head. It returns
+// every batch below it as stored, control batches and aborted
+// transactions' batches included; AbortedTxns says which to drop.
+func (l *Log) ReadCommittedBatches(from int64, maxBytes int) (Chunk, error) {
+	return l.readBatches(from, maxBytes, l.LastStableOffset)
+}
+
+// readBatches is ReadBatches with the bound no batch may pass.
+func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, error) {
 	r := l.NewReader(from)
 	defer r.Close()
 	for {
@@ -68,8 +81,8 @@ func (l *Log) ReadBatches(from int64, maxBytes int) (Chunk, error) {
 		if err != nil {
 			return Chunk{}, r.seg.corrupt(pos, err)
 		}
-		if h.NextOffset() > l.head.Load() {
-			return Chunk{Next: from}, nil // written, not yet published (see Reader.nextBatch)
+		if h.NextOffset() > bound() {
+			return Chunk{Next: from}, nil // written, not yet published (see Reader.nextBatch), or past the LSO
 		}
 		if h.NextOffset() <= from {
 			continue
@@ -83,8 +96,8 @@ func (l *Log) ReadBatches(from int64, maxBytes int) (Chunk, error) {
 			if _, err := batch.Check(b); err != nil {
 				break // served on its own next time, as an error
 			}
-			if h.NextOffset() > l.head.Load() {
-				break // not yet published
+			if h.NextOffset() > bound() {
+				break // not yet published, or past the LSO
 			}
 			c.Size += int64(h.Size())
 			c.Next = h.NextOffset()

@@ -62,6 +62,7 @@ type Log struct {
 	roll    rollClock     // the active segment's age, by the broker's clock; under mu
 	refused refusedCounters
 	notify  notifier
+	txn     txnState // open transactions, LSO (txn.go)
 	sync    syncer
 
 	recovery Recovery
@@ -104,6 +105,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	live := o
 	l.live.Store(&live)
 	l.sync.cond = sync.NewCond(&l.sync.mu)
+	l.txn.init()
 	if err := l.prepareDir(); err != nil {
 		return nil, err
 	}
@@ -253,6 +255,9 @@ func (l *Log) Close() error {
 		}
 		if err == nil {
 			if err = a.idx.sync(); err == nil {
+				err = l.txnCloseLocked(a) // txnindex.go
+			}
+			if err == nil {
 				err = writeCheckpoint(l.fs, l.dir, checkpoint{base: a.base, pos: a.size.Load(), clean: true})
 			}
 		}

@@ -31,6 +31,8 @@ type Reader struct {
 	// after a seek by the sparse index, whose entry is not checksummed.
 	chain int64
 	err   error // sticky
+	// committed: read committed data only (txnread.go).
+	committed bool
 }
 
 // NewReader returns a Reader positioned at offset from. An offset outside
@@ -115,7 +117,11 @@ func (r *Reader) Next(ctx context.Context) (batch.Record, error) {
 		if ok || err != nil {
 			return rec, err
 		}
-		if err := r.l.Wait(ctx, r.next); err != nil {
+		wait := r.l.Wait
+		if r.committed {
+			wait = r.l.WaitStable
+		}
+		if err := wait(ctx, r.next); err != nil {
 			return rec, err
 		}
 	}
@@ -177,16 +183,21 @@ func (r *Reader) nextBatch() (bool, error) {
 		if err != nil {
 			return false, r.seg.corrupt(pos, err)
 		}
-		if h.NextOffset() > r.l.head.Load() {
+		if h.NextOffset() > r.bound() {
 			// Written, but not yet published: the writer stores the
 			// segment's size before the head. Read it again next time,
 			// so that no record is seen at or past Head (a Kafka client
-			// would take its next fetch offset as out of range).
+			// would take its next fetch offset as out of range). For a
+			// read_committed reader, the same at the LSO.
 			r.br.reset(r.seg.log, pos, r.br.limit)
 			return false, nil
 		}
 		r.chain = h.NextOffset()
 		if h.NextOffset() <= r.next {
+			continue
+		}
+		if r.skipBatch(h.IsControl(), h.Attributes&batch.AttrTransactional != 0, h.ProducerID, h.BaseOffset) {
+			r.next = h.NextOffset() // a marker, or an aborted transaction's batch
 			continue
 		}
 		if err := r.cur.Reset(b); err != nil {

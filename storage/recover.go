@@ -86,6 +86,9 @@ func (l *Log) load() error {
 	l.start.Store(start)
 	l.clean.cleaned.Store(max(l.clean.state.cleaned, segs[0].base))
 	l.recovery.Clean = cp.clean && cp.base == segs[len(segs)-1].base
+	if err := l.loadTxns(segs); err != nil { // txnrecover.go
+		return err
+	}
 	// From here on the last shutdown was not clean until Close says so.
 	// The active segment is synced first: the checkpoint must never claim
 	// bytes that a power loss could still take away.
@@ -212,6 +215,7 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 	sc.reset(s.log, size, s.base)
 	sc.gaps = s.cleaned
 	next, end := s.base, int64(0)
+	s.txn.rebuilt = true
 	for sb, err := range sc.walk(stopAtDamage) {
 		if err != nil {
 			// The disk failed to read: that says nothing about the bytes.
@@ -229,6 +233,7 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 			break
 		}
 		h := sb.Header
+		s.txnNoteRebuilt(isTxnBatch(h))
 		if err := s.indexBatch(sb.Pos, h, l.o.IndexInterval); err != nil {
 			return err
 		}
@@ -477,6 +482,9 @@ func (l *Log) recoverWritesLocked() error {
 		return err
 	}
 	if err := truncateTo(s.idx.timeFile, int64(s.idx.timeCount)*timeEntrySize); err != nil {
+		return err
+	}
+	if err := s.txnRetryLocked(); err != nil {
 		return err
 	}
 	// Re-validate what the last fsync did not cover.

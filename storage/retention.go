@@ -105,7 +105,7 @@ func (l *Log) detachRetained() ([]*segment, error) {
 func (l *Log) unlinkSegments(bases []int64) (int, error) {
 	for i, base := range bases {
 		var errs []error
-		for _, ext := range []string{".log", ".index", ".timeindex"} {
+		for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
 			name := filepath.Join(l.dir, segmentName(base, ext))
 			if err := l.fs.Remove(name); err != nil && !isNotExist(err) {
 				errs = append(errs, fmt.Errorf("storage: retention: remove %s: %w", name, err))

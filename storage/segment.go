@@ -36,6 +36,8 @@ type segment struct {
 	// before the segment is published.
 	cleaned bool
 
+	txn segTxn // transactions (txnindex.go)
+
 	firstMs    int64 // timestamp of the first batch, −1 when empty (for age rolls)
 	sinceIndex int   // bytes written since the last offset index entry
 	sinceTime  int   // bytes written since the last time index entry
@@ -125,6 +127,10 @@ func (s *segment) closeFiles() {
 		if f != nil {
 			f.Close()
 		}
+	}
+	if s.txn.file != nil {
+		s.txn.file.Close()
+		s.txn.file = nil
 	}
 }
 
@@ -294,6 +300,9 @@ func (s *segment) seal() error {
 	}
 	if err := s.idx.sync(); err != nil {
 		return fmt.Errorf("%w: %w", errSyncFailed, err)
+	}
+	if err := s.sealTxn(); err != nil {
+		return err
 	}
 	s.idx.dropMemory()
 	return nil

@@ -20,6 +20,17 @@ import (
 type WaitFor struct {
 	Log    *Log
 	Offset int64
+	// Stable: the wait is over once Log.LastStableOffset() > Offset
+	// instead (a read_committed long poll).
+	Stable bool
+}
+
+// ready reports whether the wait is over.
+func (w WaitFor) ready() bool {
+	if w.Stable {
+		return w.Log.LastStableOffset() > w.Offset
+	}
+	return w.Log.head.Load() > w.Offset
 }
 
 // WaitAny blocks until one of the logs holds a record at its offset, one
@@ -28,7 +39,11 @@ type WaitFor struct {
 // With no logs it waits for ctx. It starts no goroutine.
 func WaitAny(ctx context.Context, ws ...WaitFor) (int, error) {
 	if len(ws) == 1 {
-		err := ws[0].Log.Wait(ctx, ws[0].Offset)
+		wait := ws[0].Log.Wait
+		if ws[0].Stable {
+			wait = ws[0].Log.WaitStable
+		}
+		err := wait(ctx, ws[0].Offset)
 		if err != nil && !errors.Is(err, ErrClosed) {
 			return -1, err
 		}
@@ -41,7 +56,7 @@ func WaitAny(ctx context.Context, ws ...WaitFor) (int, error) {
 			// The channel is taken before the head is read, as in
 			// Log.Wait: an append after the read closes it.
 			ch := w.Log.notify.wait()
-			if w.Log.head.Load() > w.Offset {
+			if w.ready() {
 				return i, nil
 			}
 			if w.Log.closed.Load() {
