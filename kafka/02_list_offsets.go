@@ -4,7 +4,8 @@ package kafka
 // versions.go).
 //
 // Timestamp −2 asks for the log start offset, −1 for the high watermark
-// (the head), −3 (v7) for the record with the largest timestamp (the
+// (the head; with isolation_level 1, read_committed, the last stable
+// offset), −3 (v7) for the record with the largest timestamp (the
 // first of several with it; storage.Log.MaxTimestamp, through the time
 // index: timestamps 3000, 9000, 5000 answer offset 1, not the last
 // record) — and a timestamp ≥ 0 for the first record at or after it,
@@ -65,6 +66,9 @@ func listOffsets(_ context.Context, c *conn, req *kmsg.ListOffsetsRequest) (repl
 				continue
 			}
 			p.Offset, p.Timestamp, err = offsetFor(l, rp.Timestamp)
+			if rp.Timestamp == latestTimestamp && req.IsolationLevel == 1 {
+				p.Offset = l.LastStableOffset() // read_committed: the last stable offset (01_fetch.go)
+			}
 			p.ErrorCode = errorCode(err)
 		}
 	}
