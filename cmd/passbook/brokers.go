@@ -44,22 +44,40 @@ type brokerFlags struct {
 	mechanism, user string
 	passwordStdin   bool
 	stdinIsData     bool      // produce: standard input carries records
+	password        *string   // shared by withBrokers' copies, read once
 	opts            []kgo.Opt // made once: the password is read once
 }
 
 // addBrokerFlags registers the Kafka client flags on cmd.
 func addBrokerFlags(cmd *cobra.Command, e *env) *brokerFlags {
 	b := &brokerFlags{e: e}
+	cmd.Flags().StringVar(&b.brokers, "brokers", "", "work over the Kafka protocol against these brokers, HOST:PORT[,…] (passbook serve or any Kafka cluster) instead of --data; default $"+brokersEnv)
+	addClientFlags(cmd, b, "--brokers")
+	return b
+}
+
+// addClientFlags registers the Kafka client's security settings on cmd,
+// into b; with names the flags they apply with (for the help).
+func addClientFlags(cmd *cobra.Command, b *brokerFlags, with string) {
 	f := cmd.Flags()
-	f.StringVar(&b.brokers, "brokers", "", "work over the Kafka protocol against these brokers, HOST:PORT[,…] (passbook serve or any Kafka cluster) instead of --data; default $"+brokersEnv)
-	f.BoolVar(&b.tls, "tls", false, "with --brokers: connect with TLS, trusting the system's roots (implied by --tls-ca and --tls-cert)")
-	f.StringVar(&b.tlsCA, "tls-ca", "", "with --brokers: trust the brokers' certificates signed by these CAs (PEM)")
-	f.StringVar(&b.tlsCert, "tls-cert", "", "with --brokers: client certificate (PEM), for brokers that ask for one")
-	f.StringVar(&b.tlsKey, "tls-key", "", "with --brokers: private key (PEM) of --tls-cert")
-	f.StringVar(&b.mechanism, "sasl-mechanism", "", "with --brokers: authenticate with SASL: plain, scram-sha-256 or scram-sha-512")
+	f.BoolVar(&b.tls, "tls", false, "with "+with+": connect with TLS, trusting the system's roots (implied by --tls-ca and --tls-cert)")
+	f.StringVar(&b.tlsCA, "tls-ca", "", "with "+with+": trust the brokers' certificates signed by these CAs (PEM)")
+	f.StringVar(&b.tlsCert, "tls-cert", "", "with "+with+": client certificate (PEM), for brokers that ask for one")
+	f.StringVar(&b.tlsKey, "tls-key", "", "with "+with+": private key (PEM) of --tls-cert")
+	f.StringVar(&b.mechanism, "sasl-mechanism", "", "with "+with+": authenticate with SASL: plain, scram-sha-256 or scram-sha-512")
 	f.StringVar(&b.user, "user", "", "with --sasl-mechanism: the user name")
 	f.BoolVar(&b.passwordStdin, "password-stdin", false, "with --sasl-mechanism: read the password from the first line of standard input (or set $"+passwordEnv+")")
-	return b
+}
+
+// withBrokers is a copy of b's settings for other brokers (mirror's two
+// ends): the password, once read, is shared.
+func (b *brokerFlags) withBrokers(brokers string) *brokerFlags {
+	if b.password == nil {
+		b.password = new(string)
+	}
+	c := *b
+	c.brokers, c.opts = brokers, nil
+	return &c
 }
 
 // hide keeps the flags out of cmd's help: for a command that only
@@ -192,6 +210,8 @@ func (b *brokerFlags) sasl() (sasl.Mechanism, error) {
 	}
 	var password string
 	switch {
+	case b.password != nil && *b.password != "":
+		password = *b.password
 	case b.passwordStdin && b.stdinIsData:
 		return nil, usagef("--password-stdin: produce reads its records from standard input; set $%s instead (or use --file)", passwordEnv)
 	case b.passwordStdin:
@@ -200,6 +220,9 @@ func (b *brokerFlags) sasl() (sasl.Mechanism, error) {
 			return nil, err
 		}
 		password = string(p)
+		if b.password != nil {
+			*b.password = password
+		}
 	case os.Getenv(passwordEnv) != "":
 		password = os.Getenv(passwordEnv)
 	default:

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/offsets"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// mirrorFixture is a data directory with the four kinds of topic a
+// mirror must carry, and consumers committed at various places:
+//
+//	plain  1 partition, dense from 0: offsets identical on an empty target
+//	multi  3 partitions, keyed: identical too
+//	keys   compacted (tiny segments, cleaned): gaps, so mapped
+//	gap    retention took its first segments: starts past 0, so mapped
+type mirrorFixture struct {
+	dir     string
+	commits []offsets.Entry
+}
+
+func newMirrorFixture(t *testing.T, plain int) *mirrorFixture {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "passbook-data")
+	db, err := passbook.Open(dir, &passbook.Options{MinSegmentBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	mk := func(name string, cfg passbook.TopicConfig) *passbook.Topic {
+		tp, err := db.CreateTopic(name, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp
+	}
+	appendTo := func(tp *passbook.Topic, p int32, recs []passbook.Record) {
+		if _, err := tp.AppendTo(p, recs, passbook.DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recs []passbook.Record
+	for i := range plain {
+		r := passbook.Record{Value: fmt.Appendf(nil, "plain %d", i)}
+		if i%7 == 0 {
+			r.Headers = []passbook.Header{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}}
+		}
+		recs = append(recs, r)
+	}
+	appendTo(mk("plain", passbook.TopicConfig{}), 0, recs)
+
+	multi := mk("multi", passbook.TopicConfig{Partitions: 3, RetentionAge: 72 * time.Hour})
+	for p := range int32(3) {
+		recs = recs[:0]
+		for i := range 200 + 50*int(p) {
+			recs = append(recs, passbook.Record{Key: fmt.Appendf(nil, "k%d", i%13), Value: fmt.Appendf(nil, "multi %d/%d", p, i)})
+		}
+		appendTo(multi, p, recs)
+	}
+
+	keys := mk("keys", passbook.TopicConfig{CleanupPolicy: passbook.CleanupCompact, SegmentBytes: 2 << 10})
+	for round := range 20 {
+		recs = recs[:0]
+		for k := range 20 {
+			recs = append(recs, passbook.Record{Key: fmt.Appendf(nil, "key-%02d", k), Value: fmt.Appendf(nil, "v%d of key %d", round, k)})
+		}
+		appendTo(keys, 0, recs)
+	}
+	if _, err := keys.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	gap := mk("gap", passbook.TopicConfig{SegmentBytes: 2 << 10, RetentionBytes: 8 << 10})
+	for i := range 600 {
+		appendTo(gap, 0, []passbook.Record{{Value: fmt.Appendf(nil, "gap record %d with some bytes to fill segments", i)}})
+	}
+	l, err := gap.Partition(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Retain(); err != nil {
+		t.Fatal(err)
+	}
+	gapStart := l.StartOffset()
+	keysLog, _ := keys.Partition(0)
+	if gapStart == 0 || keysLog.Head()-keysLog.StartOffset() == int64(countRecords(t, keys, 0)) {
+		t.Fatalf("fixture: gap starts at %d, keys has no gaps: retention or compaction did nothing", gapStart)
+	}
+
+	f := &mirrorFixture{dir: dir}
+	add := func(who, topic string, p int32, off int64) {
+		f.commits = append(f.commits, offsets.Entry{Key: offsets.Key{Consumer: who, Topic: topic, Partition: p}, Offset: off})
+	}
+	add("early", "plain", 0, 50)
+	add("done", "plain", 0, int64(plain))
+	add("start", "plain", 0, 0)
+	add("mid", "multi", 0, 17)
+	add("mid", "multi", 1, 250)
+	add("mid", "multi", 2, 3)
+	add("cleaned", "keys", 0, 5)    // compacted away: the next record's target offset
+	add("cleaned2", "keys", 0, 390) // among the newest
+	add("late", "gap", 0, gapStart+10)
+	add("behind", "gap", 0, gapStart-5) // below the log start: the first record's
+	add("atend", "gap", 0, 600)
+	if err := db.Offsets().CommitEntries(context.Background(), f.commits); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func countRecords(t *testing.T, tp *passbook.Topic, p int32) int {
+	n := 0
+	for _, err := range tp.Records(p, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// sourceRecords reads every partition's records of a data directory.
+func sourceRecords(t *testing.T, dir string) map[tp][]batch.Record {
+	t.Helper()
+	db, err := passbook.Open(dir, &passbook.Options{NoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := map[tp][]batch.Record{}
+	for _, topic := range db.Topics() {
+		for p := range int32(topic.Partitions()) {
+			at := tp{topic.Name(), p}
+			out[at] = []batch.Record{}
+			l, err := topic.Partition(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r, err := range topic.Records(p, l.StartOffset()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[at] = append(out[at], r.Clone())
+			}
+		}
+	}
+	return out
+}
+
+// kafkaRecords reads every record of the partitions named, from the
+// start to the high watermark.
+func kafkaRecords(t *testing.T, addrs string, parts []tp) map[tp][]batch.Record {
+	t.Helper()
+	adm := kadmClient(t, addrs)
+	ctx := context.Background()
+	var names []string
+	for _, at := range parts {
+		names = append(names, at.topic)
+	}
+	ends, err := adm.ListEndOffsets(ctx, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[tp][]batch.Record{}
+	for _, at := range parts {
+		o, ok := ends.Lookup(at.topic, at.p)
+		if !ok {
+			t.Fatalf("target has no %s/%d", at.topic, at.p)
+		}
+		out[at] = []batch.Record{}
+		if o.Offset == 0 {
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addrs, ",")...),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{at.topic: {at.p: kgo.NewOffset().AtStart()}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(out[at]) == 0 || out[at][len(out[at])-1].Offset < o.Offset-1 {
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			fs := cl.PollFetches(pctx)
+			cancel()
+			if err := fs.Err(); err != nil {
+				t.Fatalf("read %s/%d of the target: %v", at.topic, at.p, err)
+			}
+			for _, r := range fs.Records() {
+				out[at] = append(out[at], fromKgo(r))
+			}
+		}
+		cl.Close()
+	}
+	return out
+}
+
+// expectTranslation is the target offset a commit at source offset o
+// must become: that of the first source record at or after o (records
+// pair up in order), or the target's end.
+func expectTranslation(src, tgt []batch.Record, o int64) int64 {
+	for i, r := range src {
+		if r.Offset >= o {
+			return tgt[i].Offset
+		}
+	}
+	if len(tgt) == 0 {
+		return 0
+	}
+	return tgt[len(tgt)-1].Offset + 1
+}
+
+// checkMirrored compares every source partition with the target's:
+// the same records in the same order, none missing and none twice; the
+// same offsets where identical says so; every commit translated.
+func checkMirrored(t *testing.T, src, tgt map[tp][]batch.Record, identical map[string]bool, commits []offsets.Entry, got map[string]map[tp]int64) {
+	t.Helper()
+	for at, s := range src {
+		g := tgt[at]
+		if len(g) != len(s) {
+			t.Errorf("%s/%d: %d records on the target, %d on the source", at.topic, at.p, len(g), len(s))
+			continue
+		}
+		for i := range s {
+			if !sameRecord(&s[i], &g[i]) {
+				t.Errorf("%s/%d: record %d differs: source offset %d %q, target offset %d %q", at.topic, at.p, i, s[i].Offset, s[i].Value, g[i].Offset, g[i].Value)
+				break
+			}
+			if identical[at.topic] && s[i].Offset != g[i].Offset {
+				t.Errorf("%s/%d: source offset %d is target offset %d, promised identical", at.topic, at.p, s[i].Offset, g[i].Offset)
+				break
+			}
+		}
+	}
+	for _, c := range commits {
+		at := tp{c.Topic, c.Partition}
+		want := expectTranslation(src[at], tgt[at], c.Offset)
+		if o, ok := got[c.Consumer][at]; !ok || o != want {
+			t.Errorf("%s on %s/%d: committed %d on the source; target has %d (found %v), want %d", c.Consumer, c.Topic, c.Partition, c.Offset, o, ok, want)
+		}
+	}
+}
+
+// kafkaCommits is every group's committed offsets on a cluster.
+func kafkaCommits(t *testing.T, addrs string) map[string]map[tp]int64 {
+	t.Helper()
+	adm := kadmClient(t, addrs)
+	ctx := context.Background()
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[tp]int64{}
+	for g, r := range adm.FetchManyOffsets(ctx, groups.Groups()...) {
+		if r.Err != nil {
+			t.Fatalf("offsets of %s: %v", g, r.Err)
+		}
+		out[g] = map[tp]int64{}
+		r.Fetched.Each(func(o kadm.OffsetResponse) { out[g][tp{o.Topic, o.Partition}] = o.At })
+	}
+	return out
+}
+
+// mirrorProcess starts the real binary with args, its output in files.
+func mirrorProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(passbookBinary(t), args...)
+	cmd.Env = binaryEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &out, &errOut
+}
+
+// TestMirror_ToKafka_Kill9: a data directory of plain, keyed, compacted
+// and retention-gapped topics mirrored to a three-broker kfake cluster
+// with --groups. The real mirror process is killed with SIGKILL at
+// random moments, several times, and started again each time; once a
+// run ends by itself, the target holds every record in order, none
+// twice, at the source's offsets where the summary says "identical",
+// and every consumer's commit translated exactly.
+func TestMirror_ToKafka_Kill9(t *testing.T) {
+	quickExit(t)
+	f := newMirrorFixture(t, 60_000)
+	brokers := kfakeBrokers(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	args := []string{"--data", f.dir, "mirror", "--to", brokers, "--groups"}
+	kills := 0
+	for round := range 6 {
+		cmd, _, stderr := mirrorProcess(t, args...)
+		delay := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Logf("round %d: ended by itself before the kill at %s (%v)", round, delay, err)
+			if err != nil {
+				t.Fatalf("round %d: %v: %s", round, err, stderr)
+			}
+		case <-time.After(delay):
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			kills++
+			t.Logf("round %d: killed at %s; stderr: %s", round, delay, strings.TrimSpace(stderr.String()))
+		}
+	}
+	stdout, stderr, code := runBinary(t, "", "", append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("last run: exit %d: %s", code, stderr)
+	}
+	t.Logf("%d kills; last run's stderr: %s", kills, stderr)
+	var sum struct {
+		Topics []struct {
+			Name       string `json:"name"`
+			Partitions []struct {
+				Identical bool  `json:"identical"`
+				Lag       int64 `json:"lag"`
+			} `json:"partitions"`
+		} `json:"topics"`
+		Waiting int `json:"commits_waiting"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	identical := map[string]bool{}
+	for _, ts := range sum.Topics {
+		identical[ts.Name] = true
+		for _, p := range ts.Partitions {
+			identical[ts.Name] = identical[ts.Name] && p.Identical
+			if p.Lag != 0 {
+				t.Errorf("%s: lag %d after a run to the end", ts.Name, p.Lag)
+			}
+		}
+	}
+	for name, want := range map[string]bool{"plain": true, "multi": true, "keys": false, "gap": false} {
+		if identical[name] != want {
+			t.Errorf("%s: identical %v, want %v (summary %s)", name, identical[name], want, stdout)
+		}
+	}
+	if sum.Waiting != 0 {
+		t.Errorf("%d commits waiting after a run to the end", sum.Waiting)
+	}
+	src := sourceRecords(t, f.dir)
+	var parts []tp
+	for at := range src {
+		parts = append(parts, at)
+	}
+	checkMirrored(t, src, kafkaRecords(t, brokers, parts), identical, f.commits, kafkaCommits(t, brokers))
+
+	// And the summary on a terminal-less stdout: the table.
+	out, _, code := runBinary(t, "", "", args...)
+	if code != 0 || !strings.Contains(out, "mirrored 0 records") || !strings.Contains(out, "identical") {
+		t.Errorf("a run with nothing new: exit %d:\n%s", code, out)
+	}
+}
