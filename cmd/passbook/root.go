@@ -54,7 +54,7 @@ Start with:  passbook lab`,
 		newTopicCmd(e), newProduceCmd(e), newConsumeCmd(e), newLagCmd(e),
 		newReplayCmd(e), newOffsetsCmd(e), newLabCmd(e),
 		newServeCmd(e), newUserCmd(e), newACLCmd(e), newTokenCmd(e),
-		newVerifyCmd(e), newRepairCmd(e), newDumpCmd(e),
+		newVerifyCmd(e), newRepairCmd(e), newDumpCmd(e), newMirrorCmd(e),
 		newVersionCmd(),
 	)
 	wrapArgs(root)
