@@ -41,6 +41,10 @@ type memberConfig struct {
 	// DoneAt: after processing and committing this offset, leave the
 	// group and report DONE. −1 for never.
 	DoneAt int64
+	// KIP848 makes the member use the consumer group protocol of
+	// KIP-848 (the broker assigns); InstanceID makes it static.
+	KIP848     bool
+	InstanceID string
 }
 
 func memberChild(js string) {
@@ -75,12 +79,12 @@ func memberChild(js string) {
 		}
 		say("ASSIGNED %s", strings.Join(ps, " "))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Addr),
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Addr),
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(cfg.Session), kgo.HeartbeatInterval(cfg.Heartbeat),
-		kgo.RebalanceTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.RebalanceTimeout(10 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			for _, p := range m[cfg.Topic] {
 				owned[p] = true
@@ -99,7 +103,14 @@ func memberChild(js string) {
 			}
 			report()
 		}),
-	)
+	}
+	if cfg.KIP848 {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fail(err)
 	}
