@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -369,5 +370,220 @@ func TestMirror_ToKafka_Kill9(t *testing.T) {
 	out, _, code := runBinary(t, "", "", args...)
 	if code != 0 || !strings.Contains(out, "mirrored 0 records") || !strings.Contains(out, "identical") {
 		t.Errorf("a run with nothing new: exit %d:\n%s", code, out)
+	}
+}
+
+// produceKafka writes n records to each partition of topic on a
+// cluster, keyed by partition, and returns when all are acknowledged.
+func produceKafka(t *testing.T, addrs, topic string, partitions int32, n int, tag string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addrs, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for p := range partitions {
+		for i := range n {
+			rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i%11), Value: fmt.Appendf(nil, "%s %d/%d", tag, p, i)})
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commitKafka commits a group's offsets as an admin.
+func commitKafka(t *testing.T, addrs, group, topic string, offs map[int32]int64) {
+	t.Helper()
+	to := kadm.Offsets{}
+	for p, at := range offs {
+		to.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	resp, err := kadmClient(t, addrs).CommitOffsets(context.Background(), group, to)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dataCommits is every consumer's committed offsets in a data directory.
+func dataCommits(t *testing.T, dir string) map[string]map[tp]int64 {
+	t.Helper()
+	db, err := passbook.Open(dir, &passbook.Options{NoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	entries, err := db.Offsets().List(context.Background(), offsets.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[tp]int64{}
+	for _, e := range entries {
+		if out[e.Consumer] == nil {
+			out[e.Consumer] = map[tp]int64{}
+		}
+		out[e.Consumer][tp{e.Topic, e.Partition}] = e.Offset
+	}
+	return out
+}
+
+// TestMirror_FromKafka: the other direction, a Kafka cluster's topics
+// and groups into a new data directory, with a kill -9 on the way: the
+// records at the same offsets (the cluster's are dense from 0, the
+// directory new), the groups' commits as the directory's consumers'.
+func TestMirror_FromKafka(t *testing.T) {
+	quickExit(t)
+	brokers := kfakeBrokers(t)
+	adm := kadmClient(t, brokers)
+	ctx := context.Background()
+	for name, n := range map[string]int32{"orders": 3, "events": 1} {
+		if _, err := adm.CreateTopic(ctx, n, -1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceKafka(t, brokers, "orders", 3, 4000, "order")
+	produceKafka(t, brokers, "events", 1, 12000, "event")
+	commits := []offsets.Entry{
+		{Key: offsets.Key{Consumer: "billing", Topic: "orders", Partition: 0}, Offset: 10},
+		{Key: offsets.Key{Consumer: "billing", Topic: "orders", Partition: 1}, Offset: 4000},
+		{Key: offsets.Key{Consumer: "billing", Topic: "orders", Partition: 2}, Offset: 0},
+		{Key: offsets.Key{Consumer: "audit", Topic: "events", Partition: 0}, Offset: 7777},
+	}
+	for _, c := range commits {
+		commitKafka(t, brokers, c.Consumer, c.Topic, map[int32]int64{c.Partition: c.Offset})
+	}
+	dir := filepath.Join(t.TempDir(), "dev-data")
+	args := []string{"mirror", "--from", brokers, "--to-data", dir, "--groups"}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	for round := range 2 {
+		cmd, _, stderr := mirrorProcess(t, args...)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		delay := time.Duration(rng.Int64N(int64(2 * time.Second)))
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: %v: %s", round, err, stderr)
+			}
+		case <-time.After(delay):
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			t.Logf("round %d: killed at %s", round, delay)
+		}
+	}
+	out, stderr, code := runBinary(t, "", "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "identical") || strings.Contains(out, "mapped") {
+		t.Errorf("summary: want every topic identical:\n%s", out)
+	}
+	src := map[tp][]batch.Record{}
+	var parts []tp
+	for _, at := range []tp{{"orders", 0}, {"orders", 1}, {"orders", 2}, {"events", 0}} {
+		parts = append(parts, at)
+	}
+	src = kafkaRecords(t, brokers, parts)
+	tgt := sourceRecords(t, dir)
+	identical := map[string]bool{"orders": true, "events": true}
+	checkMirrored(t, src, tgt, identical, commits, dataCommits(t, dir))
+}
+
+// TestMirror_Follow: the road to a cluster, live. passbook serve runs on
+// the fixture; mirror --follow --groups carries it to a kfake cluster;
+// new records produced to the server and a consumer's new commit reach
+// the target while the mirror runs; SIGTERM stops it with its summary
+// and exit 0.
+func TestMirror_Follow(t *testing.T) {
+	quickExit(t)
+	f := newMirrorFixture(t, 2_000)
+	srv, _, _ := launchServe(t, f.dir, 20*time.Second, 15*time.Second)
+	brokers := kfakeBrokers(t)
+	state := filepath.Join(t.TempDir(), "mirror-state")
+	cmd, stdout, stderr := mirrorProcess(t, "mirror", "--from", srv.kafkaAddr, "--to", brokers, "--groups", "--follow", "--state", state)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGKILL)
+	})
+	ends := func(addr, topic string) int64 {
+		lo, err := kadmClient(t, addr).ListEndOffsets(context.Background(), topic)
+		if err != nil {
+			return -1
+		}
+		o, _ := lo.Lookup(topic, 0)
+		return o.Offset
+	}
+	committed := func(addr, group, topic string) int64 {
+		r, err := kadmClient(t, addr).FetchOffsets(context.Background(), group)
+		if err != nil {
+			return -1
+		}
+		o, ok := r.Lookup(topic, 0)
+		if !ok {
+			return -1
+		}
+		return o.At
+	}
+	waitFor(t, 90*time.Second, "the fixture on the target", func() bool { return ends(brokers, "plain") == 2_000 && committed(brokers, "early", "plain") == 50 })
+
+	produceKafka(t, srv.kafkaAddr, "plain", 1, 500, "later")
+	commitKafka(t, srv.kafkaAddr, "early", "plain", map[int32]int64{0: 2_300})
+	waitFor(t, 90*time.Second, "the new records and the new commit on the target", func() bool {
+		return ends(brokers, "plain") == 2_500 && committed(brokers, "early", "plain") == 2_300
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("mirror --follow ended by itself: %v: %s", err, stderr)
+	default:
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil {
+		t.Fatalf("after SIGTERM: %v: %s", err, stderr)
+	}
+	if !strings.Contains(stdout.String(), "mirrored ") || !strings.Contains(stdout.String(), "commits: ") {
+		t.Errorf("summary after SIGTERM:\n%s", stdout)
+	}
+	src := kafkaRecords(t, srv.kafkaAddr, []tp{{"plain", 0}, {"multi", 0}, {"multi", 1}, {"multi", 2}})
+	tgt := kafkaRecords(t, brokers, []tp{{"plain", 0}, {"multi", 0}, {"multi", 1}, {"multi", 2}})
+	checkMirrored(t, src, tgt, map[string]bool{"plain": true, "multi": true}, nil, nil)
+}
+
+// TestMirror_BadFlags: a command line that cannot work is refused with
+// exit 2 and a reason, before anything is opened or written.
+func TestMirror_BadFlags(t *testing.T) {
+	quickExit(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mirror"}, "give a target"},
+		{[]string{"mirror", "--to", "a:1", "--to-data", "x"}, "--to and --to-data"},
+		{[]string{"--data", "x", "mirror", "--from", "a:1", "--to-data", "y"}, "--data and --from"},
+		{[]string{"mirror", "--to-data", "y"}, "--to-data needs --from"},
+		{[]string{"mirror", "--to", "a:1", "--follow"}, "--follow needs --from"},
+		{[]string{"mirror", "--from", "a:1", "--to", "b:1"}, "give --state"},
+		{[]string{"mirror", "--to", "a:1", "--topics", "("}, "--topics"},
+		{[]string{"mirror", "--to", "nope"}, "HOST:PORT"},
+		{[]string{"mirror", "--to", "a:1", "--replication-factor", "0"}, "--replication-factor"},
+		{[]string{"mirror", "--to", "a:1", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key"},
+		{[]string{"mirror", "--to", "a:1", "extra"}, "unknown command"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, stderr, code := runBinary(t, dir, "", c.args...)
+			if code != 2 || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 with %q", code, stderr, c.want)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("bad command lines left %d entries in the working directory", len(entries))
 	}
 }
