@@ -1,11 +1,20 @@
 package kafka
 
 // Fetch (key 1): versions 4–18. No fetch sessions (the response's session
-// id is 0, which tells clients to send full fetches), no transactions
-// (the last stable offset is the high watermark). v13+ names topics by
-// ID, translated to names before this handler and back after it
+// id is 0, which tells clients to send full fetches). v13+ names topics
+// by ID, translated to names before this handler and back after it
 // (topicids.go); v14–v18 add only what followers send and tiered storage
 // answers.
+//
+// isolation_level 1 (read_committed) returns batches below the
+// partition's last stable offset only (the first offset of its oldest
+// open transaction, else the high watermark), with the aborted
+// transactions of the range (producer id, first offset: the storage's
+// aborted-transaction index, storage.Log.AbortedTxns), so that clients
+// drop aborted records; control batches are served as stored and
+// clients skip them, as from Kafka. Its long poll waits for the LSO to
+// move. Every response carries the LSO; read_uncommitted reads up to the
+// high watermark as before.
 //
 // A fetch returns whole stored batches as they are in the segment files,
 // never re-encoded: the first may start before the offset asked for, and
@@ -65,8 +74,10 @@ type fetchPart struct {
 	l    *storage.Log // nil when out.ErrorCode says why
 	from int64
 	max  int
-	seen int64 // the head at the last read: waiting is for more than this
+	seen int64 // the head (LSO if committed) at the last read: waiting is for more than this
 	out  *kmsg.FetchResponseTopicPartition
+	// committed: isolation_level 1, read_committed.
+	committed bool
 }
 
 // resolveFetch lays out the response and finds each partition's log. It
@@ -91,7 +102,7 @@ func (c *conn) resolveFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []
 			p.Default()
 			p.Partition = rp.Partition
 			p.RecordBatches = noRecords
-			fp := fetchPart{from: rp.FetchOffset, max: min(int(rp.PartitionMaxBytes), c.s.o.FetchMaxBytes), out: p}
+			fp := fetchPart{from: rp.FetchOffset, max: min(int(rp.PartitionMaxBytes), c.s.o.FetchMaxBytes), out: p, committed: req.IsolationLevel == 1}
 			capped = capped || int(rp.PartitionMaxBytes) > c.s.o.FetchMaxBytes
 			if terr != nil {
 				p.ErrorCode = errorCode(terr)
@@ -140,14 +151,19 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 			continue
 		}
 		p.ErrorCode = 0
-		fp.seen = fp.l.Head()
-		if fp.from < fp.l.StartOffset() || fp.from > fp.seen {
+		p.AbortedTransactions = nil
+		head := fp.l.Head()
+		fp.seen = head
+		if fp.committed {
+			fp.seen = fp.l.LastStableOffset() // read after the head: never past it
+		}
+		if fp.from < fp.l.StartOffset() || fp.from > head {
 			p.ErrorCode = kerr.OffsetOutOfRange.Code
 			failed = true
 			c.setWatermarks(fp)
 			continue
 		}
-		if fp.from == fp.seen || (total > 0 && total >= maxBytes) {
+		if fp.from >= fp.seen || (total > 0 && total >= maxBytes) {
 			c.setWatermarks(fp)
 			continue
 		}
@@ -155,7 +171,11 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 		if total > 0 {
 			limit = min(limit, maxBytes-total)
 		}
-		chunk, err := fp.l.ReadBatches(fp.from, limit)
+		read := fp.l.ReadBatches
+		if fp.committed {
+			read = fp.l.ReadCommittedBatches
+		}
+		chunk, err := read(fp.from, limit)
 		if err != nil {
 			p.ErrorCode = errorCode(err)
 			failed = true
@@ -181,6 +201,9 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 			} else {
 				pieces[i] = piece{pos: n, n: int(chunk.Size)}
 				total += int(chunk.Size)
+				if fp.committed {
+					p.AbortedTransactions = abortedOf(fp.l, fp.from, chunk.Next)
+				}
 			}
 		}
 		chunk.Release()
@@ -227,8 +250,24 @@ func (c *conn) releaseResponse() {
 func (c *conn) setWatermarks(fp *fetchPart) {
 	p := fp.out
 	p.HighWatermark = fp.l.Head()
-	p.LastStableOffset = p.HighWatermark
+	p.LastStableOffset = min(fp.l.LastStableOffset(), p.HighWatermark)
 	p.LogStartOffset = fp.l.StartOffset()
+}
+
+// abortedOf lists the aborted transactions with records in [from, to)
+// for a read_committed response; a partition that never aborted one
+// answers none without looking at any index file.
+func abortedOf(l *storage.Log, from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	aborted := l.AbortedTxns(from, to)
+	if len(aborted) == 0 {
+		return nil
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(aborted))
+	for i, a := range aborted {
+		out[i].Default()
+		out[i].ProducerID, out[i].FirstOffset = a.ProducerID, a.FirstOffset
+	}
+	return out
 }
 
 // waitAny waits until a partition's head passes what the last read saw,
@@ -241,7 +280,7 @@ func waitAny(ctx context.Context, parts []fetchPart, deadline time.Time) bool {
 	var ws []storage.WaitFor
 	for _, fp := range parts {
 		if fp.l != nil {
-			ws = append(ws, storage.WaitFor{Log: fp.l, Offset: fp.seen})
+			ws = append(ws, storage.WaitFor{Log: fp.l, Offset: fp.seen, Stable: fp.committed})
 		}
 	}
 	_, err := storage.WaitAny(ctx, ws...)
