@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -106,6 +107,11 @@ type kafkaConsumer struct {
 
 	ready     chan struct{} // closed once the first assignment's positions are set
 	readyOnce sync.Once
+
+	// With --follow a failure to reach the brokers is retried (retry):
+	// stop ends the retries (the command's context), stderr hears of them.
+	stop   <-chan struct{}
+	stderr io.Writer
 
 	mu        sync.Mutex
 	pos       map[int32]int64 // the next offset to read, of each partition held
@@ -220,6 +226,44 @@ func (k *kafkaConsumer) atHead(hwm map[int32]int64) bool {
 // what out has written (out calls it after a write; positions move only
 // when out has taken a record).
 func (k *kafkaConsumer) Commit(ctx context.Context) error {
+	if !k.o.follow {
+		return k.commit(ctx)
+	}
+	// --follow outlasts the brokers going away: what was written stays
+	// to be committed, and the commit is tried again until it goes
+	// through or the command is stopped.
+	var r retrier
+	for {
+		err := k.commit(ctx)
+		if err == nil {
+			return nil
+		}
+		if werr := r.wait(k.stop, k.stderr, err); werr != nil {
+			return err
+		}
+	}
+}
+
+// retrier waits between tries with a backoff (250 ms doubling to 10 s)
+// and says on stderr what failed and when it tries again.
+type retrier struct{ delay time.Duration }
+
+// retryMax is the longest wait between two tries.
+const retryMax = 10 * time.Second
+
+// wait says why and waits; it returns an error once stop is closed.
+func (r *retrier) wait(stop <-chan struct{}, stderr io.Writer, why error) error {
+	r.delay = min(max(2*r.delay, 250*time.Millisecond), retryMax)
+	fmt.Fprintf(stderr, "consume: %v; trying again in %s (Ctrl-C to stop)\n", why, r.delay)
+	select {
+	case <-stop:
+		return context.Canceled
+	case <-time.After(r.delay):
+		return nil
+	}
+}
+
+func (k *kafkaConsumer) commit(ctx context.Context) error {
 	k.mu.Lock()
 	offs := map[int32]int64{}
 	for p, at := range k.pos {
@@ -296,7 +340,7 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 	// c stays open for the group's assignments and --partition's commits;
 	// the consumer has a client of its own.
 	defer c.Close()
-	k := &kafkaConsumer{c: c, ext: ext, o: o, direct: o.partitions != nil, ready: make(chan struct{}),
+	k := &kafkaConsumer{c: c, ext: ext, o: o, direct: o.partitions != nil, ready: make(chan struct{}), stop: ctx.Done(), stderr: e.stderr,
 		pos: map[int32]int64{}, committed: map[int32]int64{}, heads: map[int32]int64{}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -367,6 +411,7 @@ func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
 	}
 	hwm := map[int32]int64{}
 	read := int64(0)
+	var retry retrier
 	for {
 		if (!k.o.follow && k.done()) || (k.o.max > 0 && read >= k.o.max) {
 			return nil
@@ -376,16 +421,19 @@ func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
 			k.cl.AllowRebalance()
 			return ctx.Err()
 		}
-		var err error
+		var err, fetchErr error
 		fetches.EachError(func(t string, p int32, ferr error) {
 			switch {
-			case err != nil || errors.Is(ferr, context.Canceled):
+			case fetchErr != nil || errors.Is(ferr, context.Canceled):
 			case t == "": // the client's own, such as the group's session
-				err = fmt.Errorf("consumer group %s: %w", k.o.name, ferr)
+				fetchErr = fmt.Errorf("consumer group %s: %w", k.o.name, ferr)
 			default:
-				err = fmt.Errorf("fetch %s/%d: %w", t, p, ferr)
+				fetchErr = fmt.Errorf("fetch %s/%d: %w", t, p, ferr)
 			}
 		})
+		if fetchErr != nil && !k.o.follow {
+			err = fetchErr
+		}
 		stop := false
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			if err != nil || stop {
@@ -420,6 +468,15 @@ func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
 		if err != nil {
 			return err
 		}
+		if fetchErr != nil {
+			// --follow: the client reconnects by itself, and a group's
+			// member joins again; what it had fetched was handed out.
+			if werr := retry.wait(ctx.Done(), k.stderr, fetchErr); werr != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		retry = retrier{}
 	}
 }
 
