@@ -6,7 +6,8 @@ package kafka
 // requests does). The answer tells it what to do: nothing (NONE), join
 // again (REBALANCE_IN_PROGRESS), or start over as a new member
 // (UNKNOWN_MEMBER_ID — it was removed, or the server restarted and
-// forgot its groups — or ILLEGAL_GENERATION).
+// forgot its groups — or ILLEGAL_GENERATION). A static member replaced
+// by its next incarnation gets FENCED_INSTANCE_ID.
 //
 // ACLs: Read on the group (GROUP_AUTHORIZATION_FAILED).
 
@@ -26,12 +27,12 @@ func heartbeat(_ context.Context, c *conn, req *kmsg.HeartbeatRequest) (reply, e
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return reply{resp: resp}, nil
 	}
-	resp.ErrorCode = c.s.groups.heartbeat(req.Group, req.MemberID, req.Generation)
+	resp.ErrorCode = c.s.groups.heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	return reply{resp: resp}, nil
 }
 
 // heartbeat handles a Heartbeat and returns its error code.
-func (co *coordinator) heartbeat(name, memberID string, generation int32) int16 {
+func (co *coordinator) heartbeat(name, memberID string, instanceID *string, generation int32) int16 {
 	if name == "" {
 		return kerr.InvalidGroupID.Code
 	}
@@ -46,6 +47,8 @@ func (co *coordinator) heartbeat(name, memberID string, generation int32) int16 
 	}
 	m := g.members[memberID]
 	switch {
+	case g.fencedInstanceLocked(memberID, instanceID):
+		return kerr.FencedInstanceID.Code
 	case m == nil:
 		return kerr.UnknownMemberID.Code
 	case generation != g.generation:

@@ -5,7 +5,8 @@ package kafka
 // A member leaving (a consumer closing) is removed at once and the group
 // rebalances without waiting for its session to time out. v0–v2 name one
 // member; v3+ a list, each found by member id, or by instance id for a
-// static member. A member not in the group gets UNKNOWN_MEMBER_ID.
+// static member (both given, they must name the same member, else
+// FENCED_INSTANCE_ID). A member not in the group gets UNKNOWN_MEMBER_ID.
 //
 // ACLs: Read on the group (GROUP_AUTHORIZATION_FAILED).
 
@@ -64,7 +65,9 @@ func (co *coordinator) leave(name string, leaving []kmsg.LeaveGroupRequestMember
 		if g == nil {
 			continue
 		}
-		if m := g.findLocked(lm.MemberID, lm.InstanceID); m != nil {
+		if g.fencedInstanceLocked(lm.MemberID, lm.InstanceID) {
+			codes[i] = kerr.FencedInstanceID.Code
+		} else if m := g.findLocked(lm.MemberID, lm.InstanceID); m != nil {
 			co.log.Info("kafka: group member left", "group", name, "member", m.id)
 			g.removeMemberLocked(m)
 			codes[i], left = 0, true
@@ -95,4 +98,15 @@ func (g *group) findLocked(memberID string, instanceID *string) *member {
 		}
 	}
 	return nil
+}
+
+// fencedInstanceLocked reports whether a request names a static
+// member's instance id with another member id: an old incarnation of a
+// restarted static member (Kafka's FENCED_INSTANCE_ID).
+func (g *group) fencedInstanceLocked(memberID string, instanceID *string) bool {
+	if instanceID == nil || memberID == "" {
+		return false
+	}
+	m := g.findLocked("", instanceID)
+	return m != nil && m.id != memberID
 }

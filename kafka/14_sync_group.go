@@ -58,6 +58,8 @@ func (co *coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse
 	}
 	m := g.members[req.MemberID]
 	switch {
+	case g.fencedInstanceLocked(req.MemberID, req.InstanceID):
+		return fail(kerr.FencedInstanceID)
 	case m == nil:
 		return fail(kerr.UnknownMemberID)
 	case req.Generation != g.generation:

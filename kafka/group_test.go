@@ -202,7 +202,7 @@ func TestGroup_JoinSyncRebalance(t *testing.T) {
 		if !parked(wb) {
 			t.Fatal("B's join answered before A rejoined")
 		}
-		wantErr(t, "A's heartbeat", c.co.heartbeat("g", aID, a.gen), kerr.RebalanceInProgress)
+		wantErr(t, "A's heartbeat", c.co.heartbeat("g", aID, nil, a.gen), kerr.RebalanceInProgress)
 		wantErr(t, "A's commit while preparing the rebalance", c.commit("g", a, map[int32]int64{0: 11}), nil)
 		wa = c.rejoin("g", aID, session)
 		ja, jb := c.joined(wa), c.joined(wb)
@@ -242,8 +242,8 @@ func TestGroup_JoinSyncRebalance(t *testing.T) {
 		if code != 0 || codes[0] != 0 {
 			t.Fatalf("leave: %v %v", codes, code)
 		}
-		wantErr(t, "A's heartbeat after B left", c.co.heartbeat("g", aID, 2), kerr.RebalanceInProgress)
-		wantErr(t, "B's heartbeat after it left", c.co.heartbeat("g", bID, 2), kerr.UnknownMemberID)
+		wantErr(t, "A's heartbeat after B left", c.co.heartbeat("g", aID, nil, 2), kerr.RebalanceInProgress)
+		wantErr(t, "B's heartbeat after it left", c.co.heartbeat("g", bID, nil, 2), kerr.UnknownMemberID)
 		if ja := c.joined(c.rejoin("g", aID, session)); ja.Generation != 3 || len(ja.Members) != 1 {
 			t.Fatalf("generation 3: %+v", ja)
 		}
@@ -263,7 +263,7 @@ func TestGroup_SessionTimeout(t *testing.T) {
 		time.Sleep(time.Second / 2)
 		for range 20 {
 			time.Sleep(time.Second)
-			if code := c.co.heartbeat("g", a.id, a.gen); code != 0 {
+			if code := c.co.heartbeat("g", a.id, nil, a.gen); code != 0 {
 				wantErr(t, "A's heartbeat", code, kerr.RebalanceInProgress)
 				removedAfter = time.Since(start)
 				break
@@ -273,7 +273,7 @@ func TestGroup_SessionTimeout(t *testing.T) {
 			// B's session ran out at 6s; A's next heartbeat, at 6.5s, hears of it.
 			t.Fatalf("A told to rebalance after %v, want %v", removedAfter, want)
 		}
-		wantErr(t, "B's heartbeat", c.co.heartbeat("g", b.id, b.gen), kerr.UnknownMemberID)
+		wantErr(t, "B's heartbeat", c.co.heartbeat("g", b.id, nil, b.gen), kerr.UnknownMemberID)
 		wantErr(t, "B's commit", c.commit("g", b, map[int32]int64{1: 5}), kerr.UnknownMemberID)
 		ja := c.joined(c.rejoin("g", a.id, session))
 		if ja.Generation != a.gen+1 || len(ja.Members) != 1 || ja.Members[0].MemberID != a.id {
@@ -309,7 +309,7 @@ func TestGroup_RebalanceTimeout(t *testing.T) {
 		wa := c.rejoin("g", a.id, session)
 		for parked(wa) {
 			time.Sleep(time.Second)
-			c.co.heartbeat("g", b.id, b.gen) // alive, but never rejoins
+			c.co.heartbeat("g", b.id, nil, b.gen) // alive, but never rejoins
 		}
 		if took := time.Since(start); took != 10*time.Second {
 			t.Fatalf("join completed after %v, want the rebalance timeout, 10s", took)
@@ -318,7 +318,7 @@ func TestGroup_RebalanceTimeout(t *testing.T) {
 		if len(ja.Members) != 2 || jc.Generation != ja.Generation || jc.MemberID != cID {
 			t.Fatalf("without B: A %+v, C %+v", ja, jc)
 		}
-		wantErr(t, "B's heartbeat", c.co.heartbeat("g", b.id, b.gen), kerr.UnknownMemberID)
+		wantErr(t, "B's heartbeat", c.co.heartbeat("g", b.id, nil, b.gen), kerr.UnknownMemberID)
 	})
 }
 
@@ -344,7 +344,7 @@ func TestGroup_LeaderNeverSyncs(t *testing.T) {
 			t.Fatalf("B's sync answered %v after the join, want 5s", took)
 		}
 		wantErr(t, "B's sync", c.synced(wsb).ErrorCode, kerr.RebalanceInProgress)
-		wantErr(t, "A's heartbeat", c.co.heartbeat("g", a.id, ja.Generation), kerr.UnknownMemberID)
+		wantErr(t, "A's heartbeat", c.co.heartbeat("g", a.id, nil, ja.Generation), kerr.UnknownMemberID)
 		jb := c.joined(c.rejoin("g", b.id, session))
 		if jb.LeaderID != b.id {
 			t.Fatalf("B is not the new leader: %+v", jb)
@@ -417,8 +417,8 @@ func TestGroup_BadJoins(t *testing.T) {
 		// SyncGroup and Heartbeat fencing.
 		wantErr(t, "sync of an unknown member", c.synced(c.sync("g", tm{"who", a.gen}, nil)).ErrorCode, kerr.UnknownMemberID)
 		wantErr(t, "sync at another generation", c.synced(c.sync("g", tm{a.id, a.gen + 1}, nil)).ErrorCode, kerr.IllegalGeneration)
-		wantErr(t, "heartbeat at another generation", c.co.heartbeat("g", a.id, a.gen-1), kerr.IllegalGeneration)
-		wantErr(t, "heartbeat in an unknown group", c.co.heartbeat("nope", a.id, a.gen), kerr.UnknownMemberID)
+		wantErr(t, "heartbeat at another generation", c.co.heartbeat("g", a.id, nil, a.gen-1), kerr.IllegalGeneration)
+		wantErr(t, "heartbeat in an unknown group", c.co.heartbeat("nope", a.id, nil, a.gen), kerr.UnknownMemberID)
 		codes, _ := c.co.leave("g", []kmsg.LeaveGroupRequestMember{{MemberID: "who"}})
 		wantErr(t, "leave of an unknown member", codes[0], kerr.UnknownMemberID)
 	})
