@@ -503,7 +503,7 @@ func mergeConfig(c, d TopicConfig) TopicConfig {
 	if c.TimestampAfterMax == 0 {
 		c.TimestampAfterMax = d.TimestampAfterMax
 	}
-	return c
+	return mergeKafkaConfig(c, d) // topicconfig.go
 }
 
 // Topic returns an existing topic.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestDB_TopicsSurviveReopen(t *testing.T) {
 	}
 	got := users.Config()
 	cfg.MaxRecordBytes, cfg.SegmentBytes, cfg.SegmentAge = got.MaxRecordBytes, got.SegmentBytes, got.SegmentAge
-	if got != cfg {
+	if !reflect.DeepEqual(got, cfg) {
 		t.Fatalf("config after reopen = %+v, want %+v", got, cfg)
 	}
 	info := users.Describe()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/passbook-log/passbook/internal/thousands"
 	"iter"
+	"maps"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -71,6 +72,76 @@ type TopicConfig struct {
 	// NoTimestampLimit allows any.
 	TimestampBeforeMax time.Duration
 	TimestampAfterMax  time.Duration
+
+	// MaxMessageBytes is the largest batch a Kafka producer may append,
+	// on its stored (compressed) size, checked as sent and again after a
+	// recompression: Kafka's max.message.bytes (MESSAGE_TOO_LARGE). Zero
+	// means DefaultMaxMessageBytes, or MaxRecordBytes plus a batch's
+	// overhead when that is more.
+	MaxMessageBytes int
+	// MinCleanableDirtyRatio starts a compacted topic's background
+	// cleaning once this share of its closed segments is dirty: Kafka's
+	// min.cleanable.dirty.ratio. Zero means 0.5, Kafka's default;
+	// AnyDirtyRatio cleans as soon as anything is dirty (Kafka's 0).
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag keeps the cleaner off records younger than this;
+	// MaxCompactionLag makes it clean a dirty segment older than this
+	// whatever the dirty ratio (and rolls the active segment at that
+	// age): Kafka's min.compaction.lag.ms and max.compaction.lag.ms.
+	// Zero means none.
+	MinCompactionLag time.Duration
+	MaxCompactionLag time.Duration
+	// TimestampType is CreateTime (the default: the producer's
+	// timestamps) or LogAppendTime (the broker stamps every batch with
+	// its clock): Kafka's message.timestamp.type.
+	TimestampType string
+	// Compression is the codec batches are stored in: "" or "producer"
+	// (the default) keeps each batch as its producer compressed it;
+	// uncompressed, gzip, snappy, lz4 or zstd makes the broker store that
+	// codec, recompressing a batch sent in another. Kafka's
+	// compression.type.
+	Compression string
+	// Other holds the Kafka topic configs that have no effect on one
+	// broker (min.insync.replicas, replication throttles, remote
+	// storage, …: docs/kafka.md lists them and says why), by Kafka name,
+	// as they were set, so that they are kept and reported.
+	Other map[string]string
+}
+
+// DefaultMaxMessageBytes is Kafka's default max.message.bytes: 1 MiB
+// plus the 12 bytes of a batch's offset and length.
+const DefaultMaxMessageBytes = 1<<20 + 12
+
+// AnyDirtyRatio, as TopicConfig.MinCleanableDirtyRatio, cleans a
+// compacted topic as soon as any closed segment is dirty (Kafka's
+// min.cleanable.dirty.ratio=0; zero in TopicConfig means the default).
+const AnyDirtyRatio = -1
+
+// Timestamp types.
+const (
+	CreateTime    = "CreateTime"
+	LogAppendTime = "LogAppendTime"
+)
+
+// Compression types; a codec name (uncompressed, gzip, snappy, lz4,
+// zstd) is one too.
+const CompressionProducer = "producer"
+
+// compressionCodecs are the codecs TopicConfig.Compression names.
+var compressionCodecs = map[string]batch.Codec{
+	"uncompressed": batch.None, "gzip": batch.Gzip, "snappy": batch.Snappy, "lz4": batch.LZ4, "zstd": batch.Zstd,
+}
+
+// EffectiveMaxMessageBytes is the batch limit MaxMessageBytes sets, its
+// default applied.
+func (c TopicConfig) EffectiveMaxMessageBytes() int {
+	if c.MaxMessageBytes > 0 {
+		return c.MaxMessageBytes
+	}
+	if c.MaxRecordBytes <= 1<<20 {
+		return DefaultMaxMessageBytes
+	}
+	return c.MaxRecordBytes + 1024 // a batch of the largest record
 }
 
 // NoTimestampLimit, as TopicConfig.TimestampBeforeMax or
@@ -111,6 +182,18 @@ func (c TopicConfig) storageOptions() storage.Options {
 	if c.CleanupPolicy != CleanupCompact {
 		o.RetentionBytes, o.RetentionAge = c.RetentionBytes, c.RetentionAge
 	}
+	o.MaxMessageBytes = c.EffectiveMaxMessageBytes()
+	switch {
+	case c.MinCleanableDirtyRatio < 0:
+		o.MinDirtyRatio = math.SmallestNonzeroFloat64 // storage's zero is its default
+	case c.MinCleanableDirtyRatio > 0:
+		o.MinDirtyRatio = c.MinCleanableDirtyRatio
+	}
+	o.MinCompactionLag, o.MaxCompactionLag = c.MinCompactionLag, c.MaxCompactionLag
+	o.LogAppendTime = c.TimestampType == LogAppendTime
+	if codec, ok := compressionCodecs[c.Compression]; ok {
+		o.Compression = &codec
+	}
 	return o
 }
 
@@ -127,6 +210,16 @@ type topicConfigJSON struct {
 	DeleteRetentionMs int64  `json:"delete.retention.ms,omitempty"`
 	TimestampBeforeMs int64  `json:"message.timestamp.before.max.ms"`
 	TimestampAfterMs  int64  `json:"message.timestamp.after.max.ms"`
+	// Added with AlterConfigs; absent (zero) in older files. The record
+	// limit keeps the key max.message.bytes it has always had: Kafka's
+	// max.message.bytes, a batch limit, is max.batch.bytes here.
+	MaxBatchBytes      int               `json:"max.batch.bytes,omitempty"`
+	MinDirtyRatio      float64           `json:"min.cleanable.dirty.ratio,omitempty"`
+	MinCompactionLagMs int64             `json:"min.compaction.lag.ms,omitempty"`
+	MaxCompactionLagMs int64             `json:"max.compaction.lag.ms,omitempty"`
+	TimestampType      string            `json:"message.timestamp.type,omitempty"`
+	Compression        string            `json:"compression.type,omitempty"`
+	Other              map[string]string `json:"other,omitempty"`
 }
 
 // MarshalJSON writes durations in milliseconds under Kafka's names.
@@ -137,6 +230,9 @@ func (c TopicConfig) MarshalJSON() ([]byte, error) {
 		Durability: c.Durability.String(), CleanupPolicy: c.CleanupPolicy,
 		DeleteRetentionMs: c.DeleteRetention.Milliseconds(),
 		TimestampBeforeMs: TimestampLimitMs(c.TimestampBeforeMax), TimestampAfterMs: TimestampLimitMs(c.TimestampAfterMax),
+		MaxBatchBytes: c.MaxMessageBytes, MinDirtyRatio: c.MinCleanableDirtyRatio,
+		MinCompactionLagMs: c.MinCompactionLag.Milliseconds(), MaxCompactionLagMs: c.MaxCompactionLag.Milliseconds(),
+		TimestampType: c.TimestampType, Compression: c.Compression, Other: c.Other,
 	})
 }
 
@@ -159,6 +255,10 @@ func (c *TopicConfig) UnmarshalJSON(b []byte) error {
 		Durability: d, CleanupPolicy: j.CleanupPolicy,
 		DeleteRetention:    time.Duration(j.DeleteRetentionMs) * time.Millisecond,
 		TimestampBeforeMax: TimestampLimit(j.TimestampBeforeMs), TimestampAfterMax: TimestampLimit(j.TimestampAfterMs),
+		MaxMessageBytes: j.MaxBatchBytes, MinCleanableDirtyRatio: j.MinDirtyRatio,
+		MinCompactionLag: time.Duration(j.MinCompactionLagMs) * time.Millisecond,
+		MaxCompactionLag: time.Duration(j.MaxCompactionLagMs) * time.Millisecond,
+		TimestampType:    j.TimestampType, Compression: j.Compression, Other: j.Other,
 	}
 	return nil
 }
@@ -180,6 +280,23 @@ func (c *TopicConfig) validate() error {
 	}
 	if c.TimestampBeforeMax < 0 || c.TimestampAfterMax < 0 {
 		problems = append(problems, "message.timestamp.before.max.ms and after.max.ms must not be negative")
+	}
+	if c.MaxMessageBytes < 0 || c.MinCompactionLag < 0 || c.MaxCompactionLag < 0 {
+		problems = append(problems, "max message bytes and compaction lags must not be negative")
+	}
+	if c.MaxCompactionLag > 0 && c.MinCompactionLag > c.MaxCompactionLag {
+		problems = append(problems, fmt.Sprintf("min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", c.MinCompactionLag.Milliseconds(), c.MaxCompactionLag.Milliseconds()))
+	}
+	if r := c.MinCleanableDirtyRatio; r > 1 || (r < 0 && r != AnyDirtyRatio) || math.IsNaN(r) {
+		problems = append(problems, fmt.Sprintf("min cleanable dirty ratio %v not in [0, 1]", r))
+	}
+	switch c.TimestampType {
+	case "", CreateTime, LogAppendTime:
+	default:
+		problems = append(problems, fmt.Sprintf("timestamp type %q (want CreateTime or LogAppendTime)", c.TimestampType))
+	}
+	if _, ok := compressionCodecs[c.Compression]; !ok && c.Compression != "" && c.Compression != CompressionProducer {
+		problems = append(problems, fmt.Sprintf("compression %q (want producer, uncompressed, gzip, snappy, lz4 or zstd)", c.Compression))
 	}
 	switch c.CleanupPolicy {
 	case CleanupDelete, CleanupCompact, CleanupCompactDelete:
@@ -317,7 +434,11 @@ type TopicID = offsets.TopicID
 func (t *Topic) ID() TopicID { return t.id }
 
 // Config is the topic's configuration.
-func (t *Topic) Config() TopicConfig { return t.cfg }
+func (t *Topic) Config() TopicConfig {
+	c := t.cfg
+	c.Other = maps.Clone(c.Other)
+	return c
+}
 
 // Partitions is the number of partitions.
 func (t *Topic) Partitions() int { return len(t.parts) }
@@ -392,8 +513,8 @@ func (t *Topic) Records(p int32, from int64) iter.Seq2[Record, error] {
 // other, and returns what each one did, by partition. It fails with
 // storage.ErrNotCompacted on any other topic.
 func (t *Topic) Compact(ctx context.Context) ([]storage.CompactStats, error) {
-	if !t.cfg.Compacted() {
-		return nil, fmt.Errorf("topic %s: cleanup.policy is %s: %w", t.name, t.cfg.CleanupPolicy, storage.ErrNotCompacted)
+	if cfg := t.Config(); !cfg.Compacted() {
+		return nil, fmt.Errorf("topic %s: cleanup.policy is %s: %w", t.name, cfg.CleanupPolicy, storage.ErrNotCompacted)
 	}
 	stats := make([]storage.CompactStats, 0, len(t.parts))
 	for p, l := range t.parts {

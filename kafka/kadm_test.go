@@ -111,7 +111,7 @@ func TestKadm_CreateDescribeDeleteTopics(t *testing.T) {
 		{"dot name", "..", 1, 1, nil, kerr.InvalidTopicException},
 		{"replication 3", "r3", 1, 3, nil, kerr.InvalidReplicationFactor},
 		{"zero partitions", "p0", 0, 1, nil, kerr.InvalidPartitions},
-		{"unknown config", "uc", 1, 1, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, kerr.InvalidConfig},
+		{"unknown config", "uc", 1, 1, map[string]*string{"min.insync.replica": kadm.StringPtr("2")}, kerr.InvalidConfig},
 		{"bad config value", "bv", 1, 1, map[string]*string{"retention.ms": kadm.StringPtr("soon")}, kerr.InvalidConfig},
 		{"bad cleanup policy", "bp", 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("shred")}, kerr.InvalidConfig},
 	} {
