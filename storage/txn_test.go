@@ -47,10 +47,9 @@ type txnStep struct {
 	n   int
 }
 
-// txnWorkload runs steps on l and returns the offsets of the records a
-// read_committed reader must see, in order, at the end: plain records
-// and committed transactions' records below the LSO.
-func txnWorkload(t testing.TB, l *Log, steps []txnStep) {
+// txnWorkload runs steps on l and returns the offsets of the markers it
+// wrote.
+func txnWorkload(t testing.TB, l *Log, steps []txnStep) (markers []int64) {
 	t.Helper()
 	seq := map[int64]int32{}
 	for i, st := range steps {
@@ -66,7 +65,9 @@ func txnWorkload(t testing.TB, l *Log, steps []txnStep) {
 			if st.op == "abort" {
 				typ = ControlAbort
 			}
-			_, err = l.AppendMarker(Marker{ProducerID: st.pid, Type: typ, CoordinatorEpoch: 7}, DefaultDurability)
+			var off int64
+			off, err = l.AppendMarker(Marker{ProducerID: st.pid, Type: typ, CoordinatorEpoch: 7}, DefaultDurability)
+			markers = append(markers, off)
 		default:
 			t.Fatalf("step %d: unknown op %q", i, st.op)
 		}
@@ -74,6 +75,7 @@ func txnWorkload(t testing.TB, l *Log, steps []txnStep) {
 			t.Fatalf("step %d (%v): %v", i, st, err)
 		}
 	}
+	return markers
 }
 
 // committedOffsets reads l as a read_committed reader and returns the
@@ -171,8 +173,24 @@ var txnCases = []struct {
 
 // checkTxnState checks l's LSO, open transactions, aborted index and
 // what a read_committed reader sees against a case.
-func checkTxnState(t *testing.T, what string, l *Log, lso int64, open []OpenTxn, aborted []AbortedTxn, committed []int64) {
+func checkTxnState(t *testing.T, what string, l *Log, lso int64, open []OpenTxn, aborted []AbortedTxn, committed, markers []int64) {
 	t.Helper()
+	// Read uncommitted: every record but the markers.
+	var all, want []int64
+	for rec, err := range l.RecordsIsolated(0, ReadUncommitted) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rec.Offset)
+	}
+	for o := range l.Head() {
+		if !slices.Contains(markers, o) {
+			want = append(want, o)
+		}
+	}
+	if !reflect.DeepEqual(all, want) {
+		t.Errorf("%s: read_uncommitted sees %v, want %v", what, all, want)
+	}
 	if got := l.LastStableOffset(); got != lso {
 		t.Errorf("%s: LSO %d, want %d", what, got, lso)
 	}
@@ -194,13 +212,13 @@ func TestLog_Txn_LSOAndAbortedIndex(t *testing.T) {
 				mem := vfs.NewMem()
 				o := &Options{FS: mem, SegmentBytes: segBytes}
 				l := mustOpen(t, "/p", o)
-				txnWorkload(t, l, tc.steps)
-				checkTxnState(t, "live", l, tc.lso, tc.open, tc.aborted, tc.committed)
+				markers := txnWorkload(t, l, tc.steps)
+				checkTxnState(t, "live", l, tc.lso, tc.open, tc.aborted, tc.committed, markers)
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
 				}
 				l = mustOpen(t, "/p", o)
-				checkTxnState(t, "reopened after a clean close", l, tc.lso, tc.open, tc.aborted, tc.committed)
+				checkTxnState(t, "reopened after a clean close", l, tc.lso, tc.open, tc.aborted, tc.committed, markers)
 				l.Close()
 
 				// A missing index: rebuilt from the segments.
@@ -213,7 +231,7 @@ func TestLog_Txn_LSOAndAbortedIndex(t *testing.T) {
 					}
 				}
 				l = mustOpen(t, "/p", o)
-				checkTxnState(t, "reopened with every .txnindex removed", l, tc.lso, tc.open, tc.aborted, tc.committed)
+				checkTxnState(t, "reopened with every .txnindex removed", l, tc.lso, tc.open, tc.aborted, tc.committed, markers)
 				l.Close()
 
 				// A torn index: rebuilt from the segments.
@@ -230,7 +248,7 @@ func TestLog_Txn_LSOAndAbortedIndex(t *testing.T) {
 					}
 				}
 				l = mustOpen(t, "/p", o)
-				checkTxnState(t, "reopened with every .txnindex torn", l, tc.lso, tc.open, tc.aborted, tc.committed)
+				checkTxnState(t, "reopened with every .txnindex torn", l, tc.lso, tc.open, tc.aborted, tc.committed, markers)
 				l.Close()
 			})
 		}
@@ -246,12 +264,12 @@ func TestLog_Txn_Crash(t *testing.T) {
 			mem := vfs.NewMem()
 			o := &Options{FS: mem, SegmentBytes: 300, Durability: Fsync}
 			l := mustOpen(t, "/p", o)
-			txnWorkload(t, l, tc.steps)
+			markers := txnWorkload(t, l, tc.steps)
 			crashed := mem.Crash(vfs.CrashOptions{})
 			l.Close()
 			l = mustOpen(t, "/p", &Options{FS: crashed, SegmentBytes: 300})
 			defer l.Close()
-			checkTxnState(t, "after power loss", l, tc.lso, tc.open, tc.aborted, tc.committed)
+			checkTxnState(t, "after power loss", l, tc.lso, tc.open, tc.aborted, tc.committed, markers)
 		})
 	}
 }

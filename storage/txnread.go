@@ -2,6 +2,10 @@ package storage
 
 import (
 	"context"
+	"fmt"
+	"iter"
+
+	"github.com/passbook-log/passbook/batch"
 )
 
 // Reading committed data (Kafka's isolation_level=read_committed).
@@ -72,15 +76,70 @@ func (l *Log) WaitStable(ctx context.Context, offset int64) error {
 	}
 }
 
-// ReadCommitted makes the reader read committed data only, as a Kafka
-// read_committed consumer: it stops at the last stable offset (TryNext
-// reports the end there, Next waits for it to move), and skips control
-// records and the records of aborted transactions. Its Offset still
+// Isolation says which records a reader sees: Kafka's isolation.level.
+// The zero value is ReadCommitted, the embedded reader's default; a
+// storage Reader reads uncommitted until told otherwise (Isolate).
+type Isolation int8
+
+const (
+	// ReadCommitted reads committed data only: up to the last stable
+	// offset, the records of aborted transactions skipped.
+	ReadCommitted Isolation = iota
+	// ReadUncommitted reads every record up to the head, those of open
+	// and aborted transactions included.
+	ReadUncommitted
+)
+
+func (i Isolation) String() string {
+	switch i {
+	case ReadCommitted:
+		return "read_committed"
+	case ReadUncommitted:
+		return "read_uncommitted"
+	}
+	return fmt.Sprintf("isolation(%d)", int8(i))
+}
+
+// Isolate sets which records the reader sees (a Reader from NewReader
+// reads uncommitted). Read committed, it stops at the last stable offset
+// (TryNext reports the end there, Next waits for it to move) and skips
+// the records of aborted transactions. Either way it skips control
+// records (transaction markers), as every Kafka client does; its Offset
 // moves past what it skips, so a consumer that commits it does not read
 // them again. Call it before the first read.
-func (r *Reader) ReadCommitted() *Reader {
-	r.committed = true
+func (r *Reader) Isolate(i Isolation) *Reader {
+	r.committed = i == ReadCommitted
 	return r
+}
+
+// ReadCommitted is Isolate(ReadCommitted).
+func (r *Reader) ReadCommitted() *Reader { return r.Isolate(ReadCommitted) }
+
+// RecordsIsolated is Records with an isolation level.
+func (l *Log) RecordsIsolated(from int64, i Isolation) iter.Seq2[batch.Record, error] {
+	return func(yield func(batch.Record, error) bool) {
+		r := l.NewReader(from).Isolate(i)
+		defer r.Close()
+		for {
+			rec, ok, err := r.TryNext()
+			if err != nil {
+				yield(rec, err)
+				return
+			}
+			if !ok || !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Stable is the offset a reader of isolation i reads up to: the last
+// stable offset read committed, the head read uncommitted.
+func (l *Log) Stable(i Isolation) int64 {
+	if i == ReadCommitted {
+		return l.LastStableOffset()
+	}
+	return l.Head()
 }
 
 // bound is the offset the reader must not read a batch past: the head,
@@ -92,12 +151,10 @@ func (r *Reader) bound() int64 {
 	return r.l.head.Load()
 }
 
-// skipBatch reports whether a read_committed reader skips the batch
-// whose header says it is control or transactional, of producer pid at
-// base offset base.
+// skipBatch reports whether the reader skips the batch whose header
+// says it is control or transactional, of producer pid at base offset
+// base: a control batch always, an aborted transaction's when reading
+// committed.
 func (r *Reader) skipBatch(control, transactional bool, pid, base int64) bool {
-	if !r.committed {
-		return false
-	}
-	return control || transactional && r.l.abortedAt(pid, base)
+	return control || r.committed && transactional && r.l.abortedAt(pid, base)
 }
