@@ -3,9 +3,16 @@ package kafka
 // Produce (key 0): versions 0–12. Advertised from 0 because librdkafka
 // before 2.11 drops compression unless Produce starts at 0; only
 // RecordBatch v2 (magic 2) is stored, which every client sends from v3.
-// No transactions and no topic IDs (v13). Batches of idempotent
-// producers are deduplicated and their sequence numbers checked (see
-// producers.go).
+// No topic IDs (v13). Batches of idempotent producers are deduplicated
+// and their sequence numbers checked (see producers.go). A
+// transactional batch (attribute 0x10) must come from the current epoch
+// of a transactional id (INVALID_PRODUCER_EPOCH otherwise: a fenced
+// zombie) whose ongoing transaction holds the partition (AddPartitionsToTxn
+// first: INVALID_TXN_STATE otherwise, as Kafka's KIP-890 verification
+// answers); the storage engine then counts it in the partition's open
+// transaction until the coordinator writes the marker (txn.go). Produce
+// v12 does not add a partition to a transaction by itself: that is
+// KIP-890's transaction.version 2, which ApiVersions does not advertise.
 //
 // Each partition's records must be one batch. storage.Log.AppendBatch
 // validates it completely before writing anything — CRC-32C, lengths,
@@ -147,6 +154,16 @@ func (s *Server) appendBatch(topic string, part int32, l *storage.Log, b []byte)
 		// does not cover the field (storage stamps it too, and verify
 		// checks it).
 		batch.SetLeaderEpoch(b, leaderEpoch)
+		if h.ProducerID >= 0 && h.Attributes&batch.AttrTransactional != 0 {
+			// The coordinator says whether the partition is in the
+			// producer's ongoing transaction, and keeps the transaction
+			// from ending until the batch is in the log.
+			release, err := s.txns.checkProduce(topic, part, h.ProducerID, h.ProducerEpoch)
+			if err != nil {
+				return span{}, err
+			}
+			defer release()
+		}
 		if h.ProducerID >= 0 {
 			return s.producers.append(topic, part, l, b, h)
 		}

@@ -7,8 +7,12 @@ package kafka
 // same name, `passbook offsets set`. A partition with nothing committed
 // gets offset −1 and no error, as from Kafka; a null topic list (v2+)
 // asks for every committed offset of the group. v8+ asks for several
-// groups at once. Without transactions no offset is ever unstable, so
-// require_stable (v7+) changes nothing. Leader epochs are −1. From v9 a
+// groups at once. With require_stable (v7+, KIP-447), a partition whose
+// offsets an ongoing transaction holds (TxnOffsetCommit, not yet
+// committed or aborted) gets UNSTABLE_OFFSET_COMMIT and offset −1: the
+// client retries until the transaction ends, and so never starts from
+// an offset about to move. Without it, the offset committed so far is
+// returned. Leader epochs are −1. From v9 a
 // member of a KIP-848 group reads at its member epoch (UNKNOWN_MEMBER_ID,
 // STALE_MEMBER_EPOCH; fenceConsumerOffsetFetch in group848.go).
 //
@@ -34,6 +38,9 @@ func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (re
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
 		topics, code := c.fetchOffsets(ctx, req.Group, req.Topics)
+		if req.RequireStable {
+			c.s.txns.markUnstable(req.Group, topics)
+		}
 		resp.Topics, resp.ErrorCode = topics, code
 		if req.Version < 2 && code != 0 {
 			for i := range resp.Topics {
@@ -58,6 +65,9 @@ func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (re
 			if code = c.s.groups.fenceConsumerOffsetFetch(rg.Group, rg.MemberID, rg.MemberEpoch); code != 0 {
 				topics = nil
 			}
+		}
+		if req.RequireStable {
+			c.s.txns.markUnstable(rg.Group, topics)
 		}
 		g := kmsg.NewOffsetFetchResponseGroup()
 		g.Group, g.ErrorCode = rg.Group, code
@@ -208,4 +218,21 @@ func (co *coordinator) storeErrorCode(err error) int16 {
 	}
 	co.log.Warn("kafka: offset store failed", "err", err)
 	return kerr.UnknownServerError.Code
+}
+
+// markUnstable answers UNSTABLE_OFFSET_COMMIT for the partitions of
+// topics whose offsets of group a transaction holds.
+func (tc *txnCoordinator) markUnstable(group string, topics []kmsg.OffsetFetchResponseTopic) {
+	held := tc.unstable(group)
+	if len(held) == 0 {
+		return
+	}
+	for i := range topics {
+		for j := range topics[i].Partitions {
+			p := &topics[i].Partitions[j]
+			if p.ErrorCode == 0 && held[partitionKey{topics[i].Topic, p.Partition}] {
+				p.Offset, p.Metadata, p.ErrorCode = -1, kmsg.StringPtr(""), kerr.UnstableOffsetCommit.Code
+			}
+		}
+	}
 }

@@ -2,12 +2,13 @@ package kafka
 
 // FindCoordinator (key 10): versions 0–4.
 //
-// This broker, NodeID, coordinates every group. v0–v3 ask for one key,
-// v4 for a list. Transactions are not served: a transactional id's
-// coordinator is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
-// Kafka refuses a client that may not use transactions.
+// This broker, NodeID, coordinates every group (key type 0) and every
+// transactional id (key type 1; see txn.go). v0–v3 ask for one key, v4
+// for a list. An empty transactional id, or another key type, is
+// INVALID_REQUEST, as from Kafka.
 //
-// ACLs: Describe on the group (GROUP_AUTHORIZATION_FAILED).
+// ACLs: Describe on the group (GROUP_AUTHORIZATION_FAILED), Describe on
+// the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -24,8 +25,6 @@ const (
 	coordinatorTransaction = 1
 )
 
-var noTransactions = "passbook does not serve transactions"
-
 func findCoordinator(_ context.Context, c *conn, req *kmsg.FindCoordinatorRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) kmsg.FindCoordinatorResponseCoordinator {
@@ -36,13 +35,19 @@ func findCoordinator(_ context.Context, c *conn, req *kmsg.FindCoordinatorReques
 			fc.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return fc
 		}
-		if req.CoordinatorType != coordinatorGroup {
+		if req.CoordinatorType == coordinatorTransaction && key != "" && !c.allowed(acl.Describe, acl.TransactionalID, key) {
 			fc.NodeID, fc.Port = -1, -1
 			fc.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return fc
+		}
+		if req.CoordinatorType != coordinatorGroup && (req.CoordinatorType != coordinatorTransaction || key == "") {
+			fc.NodeID, fc.Port = -1, -1
+			fc.ErrorCode = kerr.InvalidRequest.Code
+			msg := "a transactional id may not be empty"
 			if req.CoordinatorType != coordinatorTransaction {
-				fc.ErrorCode = kerr.InvalidRequest.Code
+				msg = "unknown coordinator key type"
 			}
-			fc.ErrorMessage = &noTransactions
+			fc.ErrorMessage = &msg
 			return fc
 		}
 		fc.NodeID, fc.Host, fc.Port = NodeID, c.host, c.port

@@ -62,8 +62,8 @@ func errorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, errProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
-	case errors.Is(err, errTransactional):
-		return kerr.TransactionalIDAuthorizationFailed.Code
+	case errors.Is(err, errTxnState):
+		return kerr.InvalidTxnState.Code
 	case errors.Is(err, batch.ErrEmpty), errors.Is(err, storage.ErrEmpty), errors.Is(err, errControlBatch), errors.Is(err, storage.ErrNoKey):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, storage.ErrInvalidTimestamp):

@@ -44,10 +44,12 @@ package kafka
 // to the partition (Kafka's producer.id.expiration.ms, one day).
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,7 +67,9 @@ const (
 var (
 	errOutOfOrderSequence = errors.New("kafka: out of order sequence number")
 	errProducerEpoch      = errors.New("kafka: producer epoch is older than the producer's")
-	errTransactional      = errors.New("kafka: transactional batches are not served")
+	// errTxnState refuses a transactional batch outside its producer's
+	// ongoing transaction (INVALID_TXN_STATE).
+	errTxnState = errors.New("kafka: not in an ongoing transaction")
 )
 
 // producerStates holds the producer state of every partition written by
@@ -101,6 +105,7 @@ type producerState struct {
 	epoch   int16
 	batches []producedBatch // oldest first, at most producerBatches
 	last    time.Time       // of its last append
+	lastMs  int64           // the max timestamp of its last batch
 }
 
 type producedBatch struct {
@@ -125,9 +130,6 @@ func follows(last, seq int32) bool {
 // to partition part of topic, unless it is a duplicate of one of the
 // producer's last batches: then it returns the original's offsets.
 func (ps *producerStates) append(topic string, part int32, l *storage.Log, b []byte, h batch.Header) (span, error) {
-	if h.Attributes&batch.AttrTransactional != 0 {
-		return span{}, errTransactional
-	}
 	if _, err := batch.Check(b); err != nil {
 		return span{}, fmt.Errorf("%w: %w", storage.ErrInvalidBatch, err)
 	}
@@ -205,7 +207,39 @@ func (pp *partitionProducers) remember(h batch.Header, first int64, last int32, 
 	}
 	st.batches = append(st.batches, producedBatch{firstSeq: h.BaseSequence, lastSeq: last,
 		firstOffset: first, lastOffset: first + int64(h.LastOffsetDelta)})
-	st.last = now
+	st.last, st.lastMs = now, h.MaxTimestamp
+}
+
+// activeProducer is one producer of a partition, as DescribeProducers
+// reports it.
+type activeProducer struct {
+	id           int64
+	epoch        int16
+	lastSequence int32
+	lastMs       int64
+}
+
+// describe returns the producers the partition knows, by id, its state
+// rebuilt from the log's tail first if this is its first use since the
+// server started.
+func (ps *producerStates) describe(topic string, part int32, l *storage.Log) []activeProducer {
+	pp := ps.partition(topic, part, l)
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.log != l {
+		pp.log, pp.producers = l, map[int64]*producerState{}
+		ps.load(pp, topic, part)
+	}
+	out := make([]activeProducer, 0, len(pp.producers))
+	for id, st := range pp.producers {
+		ap := activeProducer{id: id, epoch: st.epoch, lastSequence: -1, lastMs: st.lastMs}
+		if n := len(st.batches); n > 0 {
+			ap.lastSequence = st.batches[n-1].lastSeq
+		}
+		out = append(out, ap)
+	}
+	slices.SortFunc(out, func(a, b activeProducer) int { return cmp.Compare(a.id, b.id) })
+	return out
 }
 
 // load rebuilds pp from the batch headers in the tail of its log. A

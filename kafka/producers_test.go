@@ -85,11 +85,17 @@ func TestIdempotence_Sequences(t *testing.T) {
 	bad[len(bad)-1] ^= 0xff
 	step("a damaged retry", bad, kerr.CorruptMessage, 0, 19)
 
-	// Transactions are not served.
-	txn := idemBatch(t, 10, 0, 0, 1)
-	binary.BigEndian.PutUint16(txn[21:], binary.BigEndian.Uint16(txn[21:])|batch.AttrTransactional)
-	binary.BigEndian.PutUint32(txn[17:], crc32.Checksum(txn[21:], crc32.MakeTable(crc32.Castagnoli)))
-	step("a transactional batch", txn, kerr.TransactionalIDAuthorizationFailed, 0, 19)
+	// A transactional batch of a producer no transactional id has.
+	step("a transactional batch", txnBatch(t, 10, 0, 0, 1), kerr.InvalidTxnState, 0, 19)
+}
+
+// txnBatch is idemBatch with the transactional attribute.
+func txnBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
+	t.Helper()
+	b := idemBatch(t, pid, epoch, seq, n)
+	binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|batch.AttrTransactional)
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }
 
 func wantErrCode(t *testing.T, what string, got int16, want *kerr.Error) {
@@ -186,7 +192,7 @@ func serveOn(t *testing.T, db *passbook.DB, srv *Server) *testServer {
 
 func TestInitProducerID_NeverReused(t *testing.T) {
 	dir := t.TempDir()
-	var last int64 = -1
+	var last, txnPID int64 = -1, -1
 	for round := range 3 {
 		db, err := passbook.Open(dir, nil)
 		if err != nil {
@@ -207,9 +213,17 @@ func TestInitProducerID_NeverReused(t *testing.T) {
 			}
 			last = resp.ProducerID
 		}
+		// A transactional id keeps its producer id across restarts; ids
+		// for idempotent producers are never one of them.
 		req := kmsg.NewPtrInitProducerIDRequest()
-		req.Version, req.TransactionalID = 4, kmsg.StringPtr("txn")
-		wantErrCode(t, "transactional id", rc.do(req).(*kmsg.InitProducerIDResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+		req.Version, req.TransactionalID, req.TransactionTimeoutMillis = 4, kmsg.StringPtr("txn"), 60_000
+		resp := rc.do(req).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != 0 || resp.ProducerEpoch != int16(round) || round == 0 && resp.ProducerID <= last || round > 0 && resp.ProducerID != txnPID {
+			t.Fatalf("round %d, transactional: %+v (its id %d, last %d)", round, resp, txnPID, last)
+		}
+		if round == 0 {
+			txnPID, last = resp.ProducerID, resp.ProducerID
+		}
 		srv.Close()
 		db.Close()
 	}

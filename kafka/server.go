@@ -94,6 +94,16 @@ type Options struct {
 	// the last batches of each producer, so that a retry across a restart
 	// is still recognized. Default 16 MiB. See docs/kafka.md.
 	ProducerStateBytes int64
+	// TransactionMaxTimeout is the longest transaction.timeout.ms a
+	// transactional producer may ask for (Kafka's
+	// transaction.max.timeout.ms): InitProducerID refuses more with
+	// INVALID_TRANSACTION_TIMEOUT. Default 15 minutes, Kafka's.
+	TransactionMaxTimeout time.Duration
+	// TransactionCheckInterval is how often transactions open longer
+	// than their timeout are aborted (Kafka's
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms).
+	// Default 10 s, Kafka's.
+	TransactionCheckInterval time.Duration
 	// Logger receives the server's log lines. Default: discard.
 	Logger *slog.Logger
 
@@ -190,6 +200,12 @@ func (o *Options) Validate() error {
 	if o.ProducerStateBytes < 0 {
 		errs = append(errs, fmt.Errorf("producer state bytes %d is negative", o.ProducerStateBytes))
 	}
+	if o.TransactionMaxTimeout < 0 || o.TransactionMaxTimeout > 0 && o.TransactionMaxTimeout < time.Millisecond {
+		errs = append(errs, fmt.Errorf("transaction.max.timeout %v is under 1ms", o.TransactionMaxTimeout))
+	}
+	if o.TransactionCheckInterval < 0 {
+		errs = append(errs, fmt.Errorf("transaction check interval %v is negative", o.TransactionCheckInterval))
+	}
 	errs = append(errs, o.validateSecurity()...)
 	if o.Advertise != "" {
 		if _, _, err := splitHostPort(o.Advertise); err != nil {
@@ -246,6 +262,12 @@ func (o *Options) withDefaults() Options {
 	if c.ProducerStateBytes == 0 {
 		c.ProducerStateBytes = defaultProducerStateBytes
 	}
+	if c.TransactionMaxTimeout == 0 {
+		c.TransactionMaxTimeout = defaultTransactionMaxTimeout
+	}
+	if c.TransactionCheckInterval == 0 {
+		c.TransactionCheckInterval = defaultTransactionCheck
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -262,6 +284,7 @@ type Server struct {
 	log       *slog.Logger
 	groups    *coordinator
 	producers *producerStates
+	txns      *txnCoordinator
 
 	// polls is canceled by Shutdown and Close: long polls return early.
 	polls      context.Context
@@ -306,6 +329,11 @@ func NewServer(db *passbook.DB, opts *Options) (*Server, error) {
 	}
 	s.groups = newCoordinator(db.Offsets(), partitions, o.Logger, o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout)
 	s.producers = newProducerStates(o.ProducerStateBytes, o.Logger)
+	txns, err := newTxnCoordinator(db, s.producers, &o)
+	if err != nil {
+		return nil, err
+	}
+	s.txns = txns
 	s.polls, s.stopPolls = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*conn]struct{}{}
@@ -497,6 +525,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		s.connsDone.Wait()
+		s.txns.close()
 		close(done)
 	}()
 	select {
@@ -515,6 +544,7 @@ func (s *Server) Close() error {
 	s.closeNow()
 	s.acceptDone.Wait()
 	s.connsDone.Wait()
+	s.txns.close()
 	return nil
 }
 
