@@ -127,7 +127,7 @@ func TestBadInput_ConnectionClosed(t *testing.T) {
 		{"negative frame size", []byte{0xff, 0xff, 0xff, 0xf0, 1, 2, 3}},
 		{"request over the size limit", frame(produceRequest(7, -1, "guarded", 0, testBatch(t, 100, 1000)))},
 		{"unknown API key", sized(header(999, 0))},
-		{"API key not served (DescribeProducers)", sized(append(header(61, 0), make([]byte, 40)...))},
+		{"API key not served (AlterReplicaLogDirs)", sized(append(header(34, 0), make([]byte, 40)...))},
 		{"version not served (Fetch v3)", frame(fetch3)},
 		{"version not served (Produce v14)", sized(append(header(0, 14), 0))},
 		{"malformed body", sized(append(header(3, 1), 0x7f, 0xff, 0xff, 0xff))},
