@@ -50,6 +50,16 @@ offset store as embedded consumers': the dashboard and /api/consumers (with
 is stopped. Group membership is kept in memory: on a restart, members join
 again and resume from their committed offsets.
 
+Transactions work as with Kafka (docs/transactions.md): transactional
+producers, read_committed consumers, offsets committed in a transaction
+(exactly-once consume-transform-produce). The coordinator's state is in
+transactions.log in the data directory, fsync'd before each answer that
+depends on it: a transaction the server was killed in the middle of ends
+the same way on every partition once it restarts. A producer may ask for a
+transaction.timeout.ms up to --transaction-max-timeout; a transaction open
+longer than its timeout is aborted (checked every
+--transaction-check-interval).
+
 What a client can make it spend is bounded, each limit named for Kafka's
 broker config: a request over --socket-request-max-bytes closes its
 connection; requests being read hold at most --queued-max-request-bytes of
@@ -151,6 +161,8 @@ checkpoint).`,
 	f.Int64Var(&ko.QueuedMaxResponseBytes, "queued-max-response-bytes", 128<<20, "record bytes of fetch responses being built and written, over all connections (passbook's own); at the limit a fetch returns what it has or waits for room")
 	f.DurationVar(&ko.GroupMinSessionTimeout, "group-min-session-timeout", time.Second, "shortest session timeout a consumer group member may ask for")
 	f.DurationVar(&ko.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "longest session timeout a consumer group member may ask for")
+	f.DurationVar(&ko.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "longest transaction.timeout.ms a transactional producer may ask for (Kafka's transaction.max.timeout.ms)")
+	f.DurationVar(&ko.TransactionCheckInterval, "transaction-check-interval", 10*time.Second, "how often transactions open longer than their timeout are aborted (Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms)")
 	f.IntVar(&maxFiles, "max-open-segment-files", storage.DefaultMaxOpenFiles, "most segment files (log, index, time index) open at once over all partitions; the least recently used are closed and reopened when next read (passbook's own: Kafka keeps all open and needs ulimit -n above 3 per segment); -1: no limit")
 	f.StringVar(&offSync, "offsets-sync", "group", "when an OffsetCommit is answered: group (fsync'd, shared with concurrent commits: it survives a power loss), full (an fsync of its own) or normal (written to the OS: it survives the server being killed, not a power loss)")
 	f.DurationVar(&grace, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress")
