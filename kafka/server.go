@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -89,6 +90,15 @@ type Options struct {
 	// fear.
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
+	// GroupConsumerSessionTimeout, GroupConsumerHeartbeatInterval and
+	// GroupConsumerMaxSize are Kafka's group.consumer.session.timeout.ms,
+	// group.consumer.heartbeat.interval.ms and group.consumer.max.size for
+	// groups of the KIP-848 protocol, where the broker sets them for every
+	// member (group848.go). Defaults 45 s, 5 s and unbounded (2^31−1), Kafka's;
+	// the interval must be under the session timeout.
+	GroupConsumerSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval time.Duration
+	GroupConsumerMaxSize           int
 	// ProducerStateBytes is how much of a partition's tail is read, at
 	// its first idempotent produce after the server starts, to rebuild
 	// the last batches of each producer, so that a retry across a restart
@@ -191,6 +201,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("max in flight %d is negative", o.MaxInFlight))
+	}
+	if o.GroupConsumerSessionTimeout < 0 || o.GroupConsumerHeartbeatInterval < 0 || o.GroupConsumerMaxSize < 0 {
+		errs = append(errs, fmt.Errorf("consumer group session timeout %v, heartbeat interval %v, max size %d: negative",
+			o.GroupConsumerSessionTimeout, o.GroupConsumerHeartbeatInterval, o.GroupConsumerMaxSize))
+	} else if s, h := cmp.Or(o.GroupConsumerSessionTimeout, defaultConsumerSessionTimeout), cmp.Or(o.GroupConsumerHeartbeatInterval, defaultConsumerHeartbeatInterval); h >= s {
+		errs = append(errs, fmt.Errorf("consumer group heartbeat interval %v is not under the session timeout %v", h, s))
 	}
 	if o.GroupMinSessionTimeout < 0 || o.GroupMaxSessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("group session timeout bounds %v, %v: negative", o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout))
@@ -328,6 +344,9 @@ func NewServer(db *passbook.DB, opts *Options) (*Server, error) {
 		return t.Partitions(), nil
 	}
 	s.groups = newCoordinator(db.Offsets(), partitions, o.Logger, o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout)
+	s.groups.consumer.session = cmp.Or(o.GroupConsumerSessionTimeout, defaultConsumerSessionTimeout)
+	s.groups.consumer.heartbeat = cmp.Or(o.GroupConsumerHeartbeatInterval, defaultConsumerHeartbeatInterval)
+	s.groups.consumer.maxSize = cmp.Or(o.GroupConsumerMaxSize, defaultConsumerMaxSize)
 	s.producers = newProducerStates(o.ProducerStateBytes, o.Logger)
 	txns, err := newTxnCoordinator(db, s.producers, &o)
 	if err != nil {
