@@ -748,6 +748,17 @@ func (tc *txnCoordinator) summaries() []txnSummary {
 	return out
 }
 
+// stateOf is the state of id (Empty if unknown).
+func (tc *txnCoordinator) stateOf(id string) txnState {
+	m := tc.byID(id)
+	if m == nil {
+		return txnEmpty
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.state
+}
+
 // txnCode is the error code of a coordinator error.
 func txnCode(err error) int16 {
 	var te *txnError

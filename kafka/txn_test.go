@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -450,5 +452,111 @@ func TestTxn_ListAndDescribe(t *testing.T) {
 	})
 	if !found {
 		t.Errorf("DescribeProducers does not name producer %d: %+v", openD.ProducerID, ps)
+	}
+}
+
+// A broker that dies between writing one partition's marker and the
+// next comes back and writes the rest, and applies the transaction's
+// offsets: the transaction is committed everywhere. One that dies with a
+// transaction open aborts it once its timeout passes.
+func TestTxn_RecoveredAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	open := func(opts *Options) (*passbook.DB, *Server, *rawConn) {
+		db, err := passbook.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := NewServer(db, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := serveOn(t, db, srv)
+		return db, srv, dialRaw(t, ts.addr)
+	}
+	db, srv, rc := open(nil)
+	topic, err := db.CreateTopic("out", passbook.TopicConfig{Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := func(rc *rawConn, id string, timeoutMs int32) (int64, int16) {
+		t.Helper()
+		ip := kmsg.NewPtrInitProducerIDRequest()
+		ip.Version, ip.TransactionalID, ip.TransactionTimeoutMillis = 4, kmsg.StringPtr(id), timeoutMs
+		resp := rc.do(ip).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+		}
+		ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+		ap.Version, ap.TransactionalID, ap.ProducerID, ap.ProducerEpoch = 3, id, resp.ProducerID, resp.ProducerEpoch
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = "out", []int32{0, 1}
+		ap.Topics = append(ap.Topics, rt)
+		if c := rc.do(ap).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatal(kerr.ErrorForCode(c))
+		}
+		for p := range int32(2) {
+			req := kmsg.NewPtrProduceRequest()
+			req.Version, req.Acks, req.TimeoutMillis, req.TransactionID = 9, -1, 5000, kmsg.StringPtr(id)
+			pt := kmsg.NewProduceRequestTopic()
+			pt.Topic = "out"
+			pp := kmsg.NewProduceRequestTopicPartition()
+			pp.Partition, pp.Records = p, txnBatch(t, resp.ProducerID, resp.ProducerEpoch, 0, 3)
+			pt.Partitions = append(pt.Partitions, pp)
+			req.Topics = append(req.Topics, pt)
+			if c := rc.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; c != 0 {
+				t.Fatal(kerr.ErrorForCode(c))
+			}
+		}
+		return resp.ProducerID, resp.ProducerEpoch
+	}
+
+	// "committing": PrepareCommit is durable, the marker is on partition
+	// 0 only, and the transaction commits offset 7 of group g.
+	pid, epoch := begin(rc, "committing", 60_000)
+	m := srv.txns.byID("committing")
+	m.mu.Lock()
+	saved := m.recordLocked()
+	m.groups["g"] = true
+	m.offsets[offsets.Key{Consumer: "g", Topic: "out", Partition: 0}] = txnOffset{Group: "g", Topic: "out", Partition: 0, Offset: 7}
+	m.state = txnPrepareCommit
+	if err := srv.txns.persistLocked(m, saved); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Unlock()
+	l0, _ := topic.Partition(0)
+	if _, err := l0.AppendMarker(storage.Marker{ProducerID: pid, ProducerEpoch: epoch, Type: storage.ControlCommit}, storage.Fsync); err != nil {
+		t.Fatal(err)
+	}
+	// "hung": open on both partitions, its producer gone.
+	begin(rc, "hung", 300)
+	srv.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, srv, _ = open(&Options{TransactionCheckInterval: 20 * time.Millisecond})
+	defer db.Close()
+	if st := srv.txns.stateOf("committing"); st != txnCompleteCommit {
+		t.Fatalf("after the restart: %v, want CompleteCommit", st)
+	}
+	committed, err := db.Offsets().Committed(context.Background(), offsets.Key{Consumer: "g", Topic: "out", Partition: 0})
+	if err != nil || committed != 7 {
+		t.Fatalf("the transaction's offset: %d, %v; want 7", committed, err)
+	}
+	for srv.txns.stateOf("hung") != txnCompleteAbort {
+		time.Sleep(20 * time.Millisecond)
+	}
+	topic, _ = db.Topic("out")
+	for p := range int32(2) {
+		l, _ := topic.Partition(p)
+		if open := l.OpenTxns(); len(open) != 0 || l.LastStableOffset() != l.Head() {
+			t.Errorf("partition %d: open %+v, LSO %d, head %d", p, open, l.LastStableOffset(), l.Head())
+		}
+		// The hung transaction's three records are aborted; the
+		// committed one's are not.
+		aborted := l.AbortedTxns(0, l.Head())
+		if len(aborted) != 1 || aborted[0].ProducerID == pid {
+			t.Errorf("partition %d: aborted %+v, want only the hung transaction", p, aborted)
+		}
 	}
 }
