@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -45,7 +47,7 @@ func crashChild(ctx context.Context, o Options, dir string, r *Result) (*passboo
 		}
 		args = []string{exe, "lab", "--child"}
 	}
-	spec, err := json.Marshal(childSpec{Dir: dir, CrashAt: o.CrashAt, Commit: o.Commit.String(), Processed: processed})
+	spec, err := json.Marshal(childSpec{Dir: dir, CrashAt: o.CrashAt, Commit: string(o.Commit), Processed: processed})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,7 +106,10 @@ func crashChild(ctx context.Context, o Options, dir string, r *Result) (*passboo
 // ChildMain is the consumer process of CrashProcess: it consumes as
 // consumer A, recording each processed offset in a file with one write
 // (which survives SIGKILL), and at the crash point says so on stdout and
-// waits to be killed. spec is the value of ChildEnv, set by the lab.
+// waits to be killed. With CommitTx the file records each handler run and
+// the work is the record's row in WorkTable, written in the transaction
+// of its offset, which is still open when the kill comes. spec is the
+// value of ChildEnv, set by the lab.
 func ChildMain(ctx context.Context, spec string, stdout io.Writer) error {
 	if spec == "" {
 		return fmt.Errorf("lab: the consumer process needs $%s (it is started by the lab, not by hand)", ChildEnv)
@@ -113,12 +118,11 @@ func ChildMain(ctx context.Context, spec string, stdout io.Writer) error {
 	if err := json.Unmarshal([]byte(spec), &cs); err != nil {
 		return fmt.Errorf("lab: $%s: %w", ChildEnv, err)
 	}
-	dir, crashAt, commit, processed := &cs.Dir, &cs.CrashAt, &cs.Commit, &cs.Processed
-	mode, _, _, err := consumer.ParseCommit(*commit)
-	if err != nil {
-		return err
+	commit := Commit(cs.Commit)
+	if !slices.Contains(Commits, commit) {
+		return fmt.Errorf("lab: $%s: commit %q (want after, before or tx)", ChildEnv, cs.Commit)
 	}
-	db, err := passbook.Open(*dir, nil)
+	db, err := passbook.Open(cs.Dir, nil)
 	if err != nil {
 		return err
 	}
@@ -127,31 +131,47 @@ func ChildMain(ctx context.Context, spec string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(*processed, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(cs.Processed, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	c, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: mode})
+	c, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: commit.consumerMode()})
 	if err != nil {
 		return err
 	}
 	var buf [8]byte
 	crashed := func() error {
+		// With CommitTx the transaction holding this record's work row
+		// and its offset is still open: SIGKILL ends it uncommitted.
 		fmt.Fprintln(stdout, "at the crash point")
 		<-ctx.Done() // SIGKILL comes first
 		return ctx.Err()
 	}
-	return c.Drain(ctx, func(ctx context.Context, m consumer.Message) error {
-		if m.Offset == *crashAt && mode == consumer.CommitBefore {
+	h := func(ctx context.Context, m consumer.Message) error {
+		if m.Offset == cs.CrashAt && commit == CommitBefore {
 			return crashed()
 		}
 		binary.LittleEndian.PutUint64(buf[:], uint64(m.Offset))
 		if _, err := f.Write(buf[:]); err != nil {
 			return err
 		}
-		if m.Offset == *crashAt {
+		if m.Offset == cs.CrashAt {
 			return crashed()
 		}
 		return nil
+	}
+	if commit != CommitTx {
+		return c.Drain(ctx, h)
+	}
+	ins, err := prepareWork(ctx, db.Offsets().DB())
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	return c.RunTx(ctx, false, func(ctx context.Context, tx *sql.Tx, m consumer.Message) error {
+		if err := writeWork(ctx, tx, ins, consumerA, m); err != nil {
+			return err
+		}
+		return h(ctx, m)
 	})
 }

@@ -5,17 +5,25 @@
 // consumer while the first stays where it is (Part 3). It scores the
 // reader's predictions against what happened.
 //
+// Part 2 runs in one of three commit orders: after the work (a crash
+// costs a duplicate), before it (a crash costs a gap), or CommitTx, the
+// work written as a row of the offset store's database in the same
+// transaction as the offset, where a crash costs neither and the lab
+// measures what the transaction costs instead.
+//
 // Everything runs on disk: a real segmented log and a real SQLite offset
 // store in which every commit survives a crash of the process.
 package lab
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/passbook-log/passbook"
@@ -23,6 +31,40 @@ import (
 	"github.com/passbook-log/passbook/offsets"
 	"github.com/passbook-log/passbook/storage"
 )
+
+// Commit is Part 2's commit order: when the consumer's offset is
+// committed, relative to its work.
+type Commit string
+
+const (
+	// CommitAfter: the work, then the commit, one SQLite transaction each.
+	// A crash between them repeats a record: at-least-once.
+	CommitAfter Commit = "after"
+	// CommitBefore: the commit, then the work. A crash between them skips
+	// a record: at-most-once.
+	CommitBefore Commit = "before"
+	// CommitTx: the work (a row in the table WorkTable) and the commit in
+	// one SQLite transaction on the offset store (consumer.RunTx). There is
+	// no gap between them to crash in: exactly-once, for work that lives
+	// in the offset store's database.
+	CommitTx Commit = "tx"
+)
+
+// Commits lists the commit orders, in the order the help names them.
+var Commits = []Commit{CommitAfter, CommitBefore, CommitTx}
+
+// consumerMode is the consumer package's commit mode for c: CommitTx
+// commits inside RunTx's transaction, so the consumer itself commits
+// nothing.
+func (c Commit) consumerMode() consumer.Commit {
+	switch c {
+	case CommitBefore:
+		return consumer.CommitBefore
+	case CommitTx:
+		return consumer.CommitNone
+	}
+	return consumer.CommitAfter
+}
 
 // Crash says how Part 2's consumer dies.
 type Crash string
@@ -42,9 +84,11 @@ type Options struct {
 	// CrashAt is the offset at which Part 2's consumer dies, in the gap
 	// between its two steps: with CommitAfter it has processed that record
 	// and not committed past it; with CommitBefore it has committed past it
-	// (CrashAt + 1) and not processed it. Default 59,999.
+	// (CrashAt + 1) and not processed it; with CommitTx it has written
+	// that record's work in the transaction that would commit CrashAt + 1,
+	// and dies before the transaction commits. Default 59,999.
 	CrashAt    int64
-	Commit     consumer.Commit    // CommitAfter (default) or CommitBefore
+	Commit     Commit             // CommitAfter (default), CommitBefore or CommitTx
 	Crash      Crash              // default CrashObject
 	Durability storage.Durability // of the appends; default InOS
 	// Predictions P1–P4: last offset, duplicates, missed, replayed; nil
@@ -74,6 +118,9 @@ func (o *Options) defaults() error {
 	if o.Crash == "" {
 		o.Crash = CrashObject
 	}
+	if o.Commit == "" {
+		o.Commit = CommitAfter
+	}
 	if o.Durability == storage.DefaultDurability {
 		o.Durability = storage.InOS
 	}
@@ -84,8 +131,8 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("n must be at most 100,000,000, got %d", o.N)
 	case o.CrashAt < 0 || o.CrashAt >= int64(o.N):
 		return fmt.Errorf("crash-at must be an offset in [0, %d], got %d", o.N-1, o.CrashAt)
-	case o.Commit != consumer.CommitAfter && o.Commit != consumer.CommitBefore:
-		return fmt.Errorf("commit must be after or before, got %s", o.Commit)
+	case !slices.Contains(Commits, o.Commit):
+		return fmt.Errorf("commit must be after, before or tx, got %q", o.Commit)
 	case o.Crash != CrashObject && o.Crash != CrashProcess:
 		return fmt.Errorf("crash must be object or process, got %q", o.Crash)
 	}
@@ -127,6 +174,10 @@ type Result struct {
 	AOffsetAfter int64 `json:"a_offset_after"`
 	BOffset      int64 `json:"b_offset"`
 
+	// Tx holds what only CommitTx has: the work table's counts and the
+	// cost of the transaction against committing after.
+	Tx *TxFigures `json:"tx,omitempty"`
+
 	PartMs      [3]float64 `json:"part_ms"`
 	Predictions [4]*int64  `json:"predictions"`
 	Verdicts    [4]string  `json:"verdicts"`
@@ -135,7 +186,7 @@ type Result struct {
 	VerdictNotes [4]string `json:"verdict_notes"`
 
 	// How the run was set up; MarshalJSON puts these first.
-	Commit     consumer.Commit    `json:"-"`
+	Commit     Commit             `json:"-"`
 	Crash      Crash              `json:"-"`
 	Durability storage.Durability `json:"-"`
 	Dir        string             `json:"-"` // the data directory, when kept
@@ -152,7 +203,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Durability string `json:"durability"`
 		DataDir    string `json:"data_dir,omitempty"`
 		*figures
-	}{r.Commit.String(), r.Crash, r.Durability.String(), r.Dir, (*figures)(r)})
+	}{string(r.Commit), r.Crash, r.Durability.String(), r.Dir, (*figures)(r)})
 }
 
 // ErrDirNotEmpty is returned by Run for an Options.Dir that already holds
@@ -225,6 +276,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r.PartMs[0] = ms(time.Since(began))
 
+	if o.Commit == CommitTx {
+		// Before anything touches the offset store's database/sql pool
+		// (which moves the store from exclusive to shared locking), time
+		// a consumer that commits after each record, for the cost.
+		if r.Tx, err = prepareTx(ctx, db, t, r.N); err != nil {
+			return nil, fmt.Errorf("part 2: %w", err)
+		}
+	}
+
 	began = time.Now()
 	if o.Crash == CrashProcess {
 		db.Close()
@@ -284,14 +344,16 @@ var errCrash = errors.New("lab: the consumer crashed here")
 // abandoning it, then resumes with a new consumer of the same name.
 func part2Object(ctx context.Context, o Options, db *passbook.DB, t *passbook.Topic, r *Result) error {
 	counts := make([]uint8, r.N)
-	a, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: o.Commit})
+	a, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: o.Commit.consumerMode()})
 	if err != nil {
 		return err
 	}
-	err = a.Drain(ctx, func(ctx context.Context, m consumer.Message) error {
+	err = drain(ctx, a, o.Commit, db, r, func(ctx context.Context, m consumer.Message) error {
 		// The crash lands in the gap between the two steps: after the
-		// work with commit-after, after the commit with commit-before.
-		if m.Offset == o.CrashAt && o.Commit == consumer.CommitBefore {
+		// work with commit-after, after the commit with commit-before,
+		// after the work and before the transaction's commit with tx
+		// (drain has written the work row; the error rolls it back).
+		if m.Offset == o.CrashAt && o.Commit == CommitBefore {
 			return errCrash
 		}
 		counts[m.Offset]++
@@ -308,8 +370,36 @@ func part2Object(ctx context.Context, o Options, db *passbook.DB, t *passbook.To
 	return resume(ctx, o, db, t, r, counts)
 }
 
+// drain runs h on every record up to the head: through the consumer's
+// own commit mode, or, for CommitTx, through RunTx with the record's work
+// row written in the transaction before h runs, so that an error from h
+// rolls the row back with the offset. The tx drains are timed into r.Tx.
+func drain(ctx context.Context, c *consumer.Consumer, commit Commit, db *passbook.DB, r *Result, h consumer.Handler) error {
+	if commit != CommitTx {
+		return c.Drain(ctx, h)
+	}
+	ins, err := prepareWork(ctx, db.Offsets().DB())
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	began, runs := time.Now(), 0
+	err = c.RunTx(ctx, false, func(ctx context.Context, tx *sql.Tx, m consumer.Message) error {
+		runs++
+		if err := writeWork(ctx, tx, ins, consumerA, m); err != nil {
+			return err
+		}
+		return h(ctx, m)
+	})
+	r.Tx.TxRecords += runs
+	r.Tx.TxMs += ms(time.Since(began))
+	return err
+}
+
 // resume reads what the crashed consumer left committed and finishes with
-// a new consumer of the same name.
+// a new consumer of the same name. With CommitTx the counts are then
+// taken from the work table: what the transactions kept, not what the
+// handler was called on.
 func resume(ctx context.Context, o Options, db *passbook.DB, t *passbook.Topic, r *Result, counts []uint8) error {
 	key := offsets.Key{Consumer: consumerA, Topic: topicName}
 	var err error
@@ -322,12 +412,17 @@ func resume(ctx context.Context, o Options, db *passbook.DB, t *passbook.Topic, 
 	if err != nil {
 		return err
 	}
-	a, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: o.Commit})
+	if o.Commit == CommitTx {
+		if r.Tx.RowsAtCrash, err = countWork(ctx, db.Offsets().DB(), consumerA, nil); err != nil {
+			return err
+		}
+	}
+	a, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{Name: consumerA, Commit: o.Commit.consumerMode()})
 	if err != nil {
 		return err
 	}
 	r.ResumedFrom = a.Positions()[0]
-	err = a.Drain(ctx, func(ctx context.Context, m consumer.Message) error {
+	err = drain(ctx, a, o.Commit, db, r, func(ctx context.Context, m consumer.Message) error {
 		counts[m.Offset]++
 		r.ProcessedAfterRestart++
 		return nil
@@ -337,6 +432,12 @@ func resume(ctx context.Context, o Options, db *passbook.DB, t *passbook.Topic, 
 	}
 	if err != nil {
 		return err
+	}
+	if o.Commit == CommitTx {
+		clear(counts)
+		if r.Tx.Rows, err = countWork(ctx, db.Offsets().DB(), consumerA, counts); err != nil {
+			return err
+		}
 	}
 	r.MissedOffsets, r.DuplicateOffsets = []int64{}, []int64{}
 	for off, c := range counts {

@@ -3,7 +3,6 @@ package lab
 import (
 	"fmt"
 
-	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/internal/thousands"
 )
 
@@ -48,7 +47,7 @@ func score(r *Result) {
 // Judge judges prediction p (1 to 4) against the run r: spot on when it
 // equals the actual figure; off by one, with the mistake named, when it is
 // the answer of a known off-by-one; else too low or too high, with a note
-// when it is the other commit order's answer.
+// when it is another commit order's answer.
 func Judge(p int, predicted *int64, r *Result) Verdict {
 	if predicted == nil {
 		return Verdict{Word: NoPrediction}
@@ -59,7 +58,8 @@ func Judge(p int, predicted *int64, r *Result) Verdict {
 		return Verdict{Word: SpotOn}
 	}
 	crash := thousands.Int(r.CrashedAt)
-	after := r.Commit != consumer.CommitBefore
+	before, tx := r.Commit == CommitBefore, r.Commit == CommitTx
+	after := !before && !tx
 	note := ""
 	switch p {
 	case 1: // the last offset: N − 1
@@ -69,7 +69,7 @@ func Judge(p int, predicted *int64, r *Result) Verdict {
 		case actual - 1:
 			return Verdict{OffByOne, "offsets start at 0, so the last is count − 1, not count − 2"}
 		}
-	case 2: // duplicates: 1 committing after, 0 before
+	case 2: // duplicates: 1 committing after, 0 before or in one transaction
 		switch {
 		case after && got == actual+1:
 			why := "that is a consumer that commits the offset it processed instead of the next one to read (processed + 1)"
@@ -79,15 +79,19 @@ func Judge(p int, predicted *int64, r *Result) Verdict {
 			return Verdict{OffByOne, why}
 		case after && got == 0:
 			note = "that is commit-before's answer; committing after the work, the crash fell before the commit, so the restart redid offset " + crash
-		case !after && got == 1:
+		case before && got == 1:
 			note = "that is commit-after's answer; committing before the work, the bookmark had already moved past offset " + crash + ", so nothing ran twice"
+		case tx && got == 1:
+			note = "that is commit-after's answer; in one transaction the work of offset " + crash + " was rolled back with its offset, so the restart ran it again but only that run's work counts"
 		}
-	case 3: // missed: 0 committing after, 1 before
+	case 3: // missed: 0 committing after or in one transaction, 1 before
 		switch {
 		case after && got == 1:
 			note = "that is commit-before's answer; committing after the work, the bookmark never moved past a record before it was processed, so nothing was missed"
-		case !after && got == 0:
+		case before && got == 0:
 			note = "that is commit-after's answer; committing before the work, the bookmark had moved past offset " + crash + " before it was processed, and the restart believed it"
+		case tx && got == 1:
+			note = "that is commit-before's answer; in one transaction the bookmark cannot move past a record without its work, so nothing was skipped"
 		}
 	case 4: // replayed: N
 		switch got {
