@@ -14,6 +14,8 @@ const HighWatermark = -1
 // a consumer's reset policy applies), and segments wholly below it are
 // deleted. offset HighWatermark means the head. An offset past the head
 // is storage.ErrOutOfRange; one at or below the start changes nothing.
+// A topic whose cleanup policy is compact alone refuses it
+// (ErrCompactOnly), as Kafka does.
 // It returns the partition's log start offset now (Kafka's low
 // watermark), fsync'd when it returns. It is Kafka's DeleteRecords.
 //
@@ -23,6 +25,9 @@ func (t *Topic) DeleteRecords(p int32, offset int64) (int64, error) {
 	l, err := t.Partition(p)
 	if err != nil {
 		return 0, err
+	}
+	if t.cfg.CleanupPolicy == CleanupCompact {
+		return l.StartOffset(), fmt.Errorf("%w: topic %s has cleanup.policy compact (compact,delete allows DeleteRecords)", ErrCompactOnly, t.name)
 	}
 	if offset == HighWatermark {
 		offset = l.Head()

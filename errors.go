@@ -26,6 +26,10 @@ var (
 	// cannot give a topic: not above its count, or above MaxPartitions.
 	// Kafka answers INVALID_PARTITIONS.
 	ErrInvalidPartitions = errors.New("passbook: invalid partition count")
+	// ErrCompactOnly reports DeleteRecords on a topic whose cleanup
+	// policy is compact alone: its records go by compaction, key by key,
+	// as in Kafka (POLICY_VIOLATION); compact,delete allows it.
+	ErrCompactOnly = errors.New("passbook: records of a compact topic are deleted by compaction only")
 	// ErrClosed reports use of a closed DB.
 	ErrClosed = errors.New("passbook: closed")
 )

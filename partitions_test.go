@@ -147,6 +147,13 @@ func TestTopic_DeleteRecords(t *testing.T) {
 	if _, err := tp.DeleteRecords(1, 0); !errors.Is(err, passbook.ErrUnknownPartition) {
 		t.Errorf("unknown partition: %v", err)
 	}
+	ct, err := db.CreateTopic("keys", passbook.TopicConfig{CleanupPolicy: passbook.CleanupCompact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ct.DeleteRecords(0, 0); !errors.Is(err, passbook.ErrCompactOnly) {
+		t.Errorf("compact topic: %v", err)
+	}
 	for _, err := range tp.Records(0, 2) {
 		if !errors.Is(err, storage.ErrOutOfRange) {
 			t.Errorf("read below the start: %v", err)

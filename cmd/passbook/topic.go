@@ -14,8 +14,9 @@ import (
 )
 
 func newTopicCmd(e *env) *cobra.Command {
-	cmd := group(&cobra.Command{Use: "topic", Short: "Create, list, describe and delete topics"})
-	cmd.AddCommand(newTopicCreateCmd(e), newTopicListCmd(e), newTopicDescribeCmd(e), newTopicDeleteCmd(e), newTopicCompactCmd(e))
+	cmd := group(&cobra.Command{Use: "topic", Short: "Create, list, describe, grow, trim and delete topics"})
+	cmd.AddCommand(newTopicCreateCmd(e), newTopicListCmd(e), newTopicDescribeCmd(e), newTopicDeleteCmd(e), newTopicCompactCmd(e),
+		newTopicAlterCmd(e), newTopicTrimCmd(e)) // topicalter.go
 	return cmd
 }
 
