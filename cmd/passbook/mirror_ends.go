@@ -423,7 +423,7 @@ func (k *kafkaEnd) dataAhead(ctx context.Context, at tp, from, to int64) (bool, 
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 0, 1<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = at.topic
+		rt.Topic, rt.TopicID = at.topic, md.Topics[at.topic].ID // v13+ names the topic by ID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = at.p, from, 1<<20, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
