@@ -28,7 +28,7 @@ func commitOnce(ctx context.Context, t *testing.T, addr, group, topic string, of
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = group, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topicIDOn(ctx, t, cl, topic) // v10 names the topic by ID
 	rp := kmsg.NewOffsetCommitRequestTopicPartition()
 	rp.Partition, rp.Offset = 0, offset
 	rt.Partitions = append(rt.Partitions, rp)
