@@ -498,14 +498,13 @@ func (t *Topic) AppendTo(p int32, recs []Record, d storage.Durability) (int64, e
 	return off, nil
 }
 
-// Records iterates over partition p's records from offset from up to the
-// head. See storage.Log.Records for the lifetime of the yielded bytes.
+// Records iterates over partition p's committed records from offset
+// from up to its last stable offset: the records of aborted and still
+// open transactions, and transaction markers, are not yielded (see
+// RecordsIsolated, isolation.go). See storage.Log.Records for the
+// lifetime of the yielded bytes.
 func (t *Topic) Records(p int32, from int64) iter.Seq2[Record, error] {
-	l, err := t.Partition(p)
-	if err != nil {
-		return func(yield func(Record, error) bool) { yield(Record{}, err) }
-	}
-	return l.Records(from)
+	return t.RecordsIsolated(p, from, storage.ReadCommitted)
 }
 
 // Compact compacts every partition of a topic whose cleanup policy is

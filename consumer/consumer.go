@@ -101,7 +101,7 @@ func New(ctx context.Context, src Source, store *offsets.SQLite, opts Options) (
 			c.release()
 			return nil, err
 		}
-		c.parts = append(c.parts, &part{p: p, log: l, reader: l.NewReader(next), next: next, committed: next, pending: -1})
+		c.parts = append(c.parts, &part{p: p, log: l, reader: l.NewReader(next).Isolate(o.Isolation), next: next, committed: next, pending: -1})
 	}
 	go c.renew()
 	return c, nil
@@ -113,7 +113,7 @@ func (c *Consumer) position(ctx context.Context, p int32, l *storage.Log) (int64
 	key := offsets.Key{Consumer: c.o.Name, Topic: c.src.Name(), Partition: p}
 	next, err := c.store.Committed(ctx, key)
 	if errors.Is(err, offsets.ErrNotFound) {
-		return startOffset(c.o.Start, c.src.Name(), p, l)
+		return startOffset(c.o.Start, c.src.Name(), p, l, c.o.Isolation)
 	}
 	if err != nil {
 		return 0, err
@@ -163,10 +163,14 @@ func partitionList(src Source, asked []int32) ([]int32, error) {
 	return asked, nil
 }
 
-func startOffset(s Start, topic string, p int32, l *storage.Log) (int64, error) {
+// startOffset is where s starts on partition p of topic (l) for a reader
+// of isolation iso: Latest is the last stable offset read committed, so
+// that records of transactions still open are not skipped once they
+// commit.
+func startOffset(s Start, topic string, p int32, l *storage.Log, iso storage.Isolation) (int64, error) {
 	switch s.kind {
 	case startLatest:
-		return l.Head(), nil
+		return l.Stable(iso), nil
 	case startAtOffset:
 		if start, head := l.StartOffset(), l.Head(); s.offset < start || s.offset > head {
 			return 0, &RangeError{Topic: topic, Partition: p, Offset: s.offset, Start: start, Head: head}
@@ -370,7 +374,8 @@ func (c *Consumer) commitPending(ctx context.Context) error {
 }
 
 // Wait blocks until any partition has a record past the consumer's
-// position, ctx is done, or the lease is lost.
+// position (read committed: its last stable offset passes it), ctx is
+// done, or the lease is lost.
 func (c *Consumer) Wait(ctx context.Context) error {
 	// The lease's loss ends the wait too (AfterFunc starts a goroutine
 	// only then, to cancel it), and storage.WaitAny waits on every
@@ -380,7 +385,7 @@ func (c *Consumer) Wait(ctx context.Context) error {
 	defer context.AfterFunc(c.lost, cancel)()
 	ws := make([]storage.WaitFor, len(c.parts))
 	for i, pt := range c.parts {
-		ws[i] = storage.WaitFor{Log: pt.log, Offset: pt.reader.Offset()}
+		ws[i] = storage.WaitFor{Log: pt.log, Offset: pt.reader.Offset(), Stable: c.o.Isolation == storage.ReadCommitted}
 	}
 	_, err := storage.WaitAny(ctx, ws...)
 	return c.waitErr(err)

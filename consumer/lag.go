@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
 )
 
 // PartitionLag is one consumer's standing on one partition.
@@ -17,8 +18,12 @@ type PartitionLag struct {
 	Committed int64  `json:"committed"` // next offset to read; −1 when nothing is committed
 	Start     int64  `json:"start"`     // log start offset
 	Head      int64  `json:"head"`
-	Lag       int64  `json:"lag"`    // head − committed (head − start when nothing is committed)
-	Missed    int64  `json:"missed"` // records deleted by retention before this consumer read them
+	// Stable is the last stable offset, where a read_committed reader
+	// (the embedded consumer's default) stops: Lag counts up to it. It
+	// is the head on a partition with no open transaction.
+	Stable int64 `json:"stable"`
+	Lag    int64 `json:"lag"`    // stable − committed (stable − start when nothing is committed)
+	Missed int64 `json:"missed"` // records deleted by retention before this consumer read them
 }
 
 // LagOf is a consumer's standing on a partition that keeps the offsets
@@ -40,13 +45,26 @@ func LagOf(committed, start, head int64) (lag, missed int64) {
 // NewPartitionLag is consumer's standing on topic/partition, counted by
 // LagOf; committed is −1 when nothing is committed.
 func NewPartitionLag(consumer, topic string, partition int32, committed, start, head int64) PartitionLag {
-	pl := PartitionLag{Consumer: consumer, Topic: topic, Partition: partition, Committed: committed, Start: start, Head: head}
+	pl := PartitionLag{Consumer: consumer, Topic: topic, Partition: partition, Committed: committed, Start: start, Head: head, Stable: head}
 	pl.Lag, pl.Missed = LagOf(committed, start, head)
 	return pl
 }
 
-// Lag reports consumer's lag on every partition of src. A partition with
-// nothing committed counts everything kept as lag.
+// newStableLag is NewPartitionLag counting lag up to the last stable
+// offset stable (≤ head) rather than the head: the records a
+// read_committed consumer has yet to read. A consumer past it (read
+// uncommitted) has no lag.
+func newStableLag(consumer, topic string, partition int32, committed, start, stable, head int64) PartitionLag {
+	pl := NewPartitionLag(consumer, topic, partition, committed, start, stable)
+	pl.Head = head
+	pl.Lag = max(0, pl.Lag)
+	return pl
+}
+
+// Lag reports consumer's lag on every partition of src, up to each
+// partition's last stable offset (records of open transactions are not
+// yet readable by a read_committed consumer, the default). A partition
+// with nothing committed counts everything kept as lag.
 func Lag(ctx context.Context, store offsets.Store, src Source, consumer string) ([]PartitionLag, error) {
 	var out []PartitionLag
 	for p := range src.Partitions() {
@@ -61,7 +79,8 @@ func Lag(ctx context.Context, store offsets.Store, src Source, consumer string) 
 		case err != nil:
 			return nil, err
 		}
-		out = append(out, NewPartitionLag(consumer, src.Name(), int32(p), c, l.StartOffset(), l.Head()))
+		head := l.Head()
+		out = append(out, newStableLag(consumer, src.Name(), int32(p), c, l.StartOffset(), l.LastStableOffset(), head))
 	}
 	return out, nil
 }
@@ -93,7 +112,10 @@ func Seek(ctx context.Context, store *offsets.SQLite, src Source, consumer strin
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
-		if targets[i], err = startOffset(to, src.Name(), p, l); err != nil {
+		// Latest is the last stable offset: a read_uncommitted consumer
+		// then reads again what open transactions hold; a read_committed
+		// one does not skip them.
+		if targets[i], err = startOffset(to, src.Name(), p, l, storage.ReadCommitted); err != nil {
 			return nil, err
 		}
 	}

@@ -32,7 +32,7 @@ func TestLagOf(t *testing.T) {
 			}
 			pl := consumer.NewPartitionLag("analytics", "orders", 3, c.committed, c.start, c.head)
 			want := consumer.PartitionLag{Consumer: "analytics", Topic: "orders", Partition: 3,
-				Committed: c.committed, Start: c.start, Head: c.head, Lag: c.lag, Missed: c.missed}
+				Committed: c.committed, Start: c.start, Head: c.head, Stable: c.head, Lag: c.lag, Missed: c.missed}
 			if pl != want {
 				t.Errorf("NewPartitionLag = %+v, want %+v", pl, want)
 			}

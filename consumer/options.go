@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/passbook-log/passbook/storage"
 )
 
 // Start is where a consumer with no committed offset begins.
@@ -135,6 +137,18 @@ func ParseGap(s string) (Gap, error) {
 	return 0, fmt.Errorf("%w: gap policy %q (want fail, reset-earliest or reset-latest)", ErrInvalid, s)
 }
 
+// ParseIsolation parses "read_committed" or "read_uncommitted" (Kafka's
+// isolation.level values; "committed" and "uncommitted" too).
+func ParseIsolation(s string) (storage.Isolation, error) {
+	switch s {
+	case "read_committed", "committed":
+		return storage.ReadCommitted, nil
+	case "read_uncommitted", "uncommitted":
+		return storage.ReadUncommitted, nil
+	}
+	return 0, fmt.Errorf("%w: isolation %q (want read_committed or read_uncommitted)", ErrInvalid, s)
+}
+
 // Options configure a Consumer.
 type Options struct {
 	Name       string  // required: the bookmark's name
@@ -147,6 +161,12 @@ type Options struct {
 	LeaseTTL   time.Duration // default 15 s; renewed at a third of it
 	Holder     string        // names this process in errors; default host:pid, which lets a successor take over a crashed holder's lease at once
 	Logger     *slog.Logger
+	// Isolation says which records the consumer reads. The zero value,
+	// storage.ReadCommitted, reads committed data only: it stops at each
+	// partition's last stable offset and skips aborted transactions'
+	// records; storage.ReadUncommitted reads every record up to the
+	// head. Transaction markers (control records) are never handed out.
+	Isolation storage.Isolation
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -155,6 +175,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Commit < CommitAfter || o.Commit > CommitNone {
 		return o, fmt.Errorf("%w: commit mode %d", ErrInvalid, o.Commit)
+	}
+	if o.Isolation != storage.ReadCommitted && o.Isolation != storage.ReadUncommitted {
+		return o, fmt.Errorf("%w: isolation %v", ErrInvalid, o.Isolation)
 	}
 	if o.EveryN < 0 || o.EveryD < 0 || o.LeaseTTL < 0 {
 		return o, fmt.Errorf("%w: negative commit window or lease", ErrInvalid)
