@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // aclWorld is a server with SASL and ACLs, its topics (orders,
@@ -35,10 +36,24 @@ func newACLWorld(t *testing.T) *aclWorld {
 		ts.createTopic(t, name, 1)
 	}
 	w := &aclWorld{ts: ts, store: o.Authorizer.Store()}
-	w.alice = ts.plainClient(t, "alice", kgo.RequestRetries(0))
-	w.admin = ts.plainClient(t, "admin")
+	w.alice = ts.plainClient(t, "alice", kgo.RequestRetries(0), byName())
+	w.admin = ts.plainClient(t, "admin", byName())
 	w.commit(t, w.admin, "g1", "orders")
 	return w
+}
+
+// byName caps franz-go at the newest versions that name topics by name
+// (Produce and Fetch 12, OffsetCommit and OffsetFetch 9, DeleteTopics
+// 5): the matrix's requests name topics, and franz-go sends a request at
+// the newest version both sides have. The versions that name topics by
+// ID reach the same checks under the names topicids.go finds for the
+// IDs (TestTopicIDs_NewestVersions).
+func byName() kgo.Opt {
+	v := kversion.Stable()
+	for key, max := range map[kmsg.Key]int16{kmsg.Produce: 12, kmsg.Fetch: 12, kmsg.OffsetCommit: 9, kmsg.OffsetFetch: 9, kmsg.DeleteTopics: 5} {
+		v.SetMaxKeyVersion(int16(key), max)
+	}
+	return kgo.MaxVersions(v)
 }
 
 func (w *aclWorld) fresh(prefix string) string { return fmt.Sprintf("%s-%d", prefix, w.n.Add(1)) }
@@ -510,7 +525,7 @@ func TestACL_SuperUserAndDefaultDeny(t *testing.T) {
 	if code := seedRequest[*kmsg.ProduceResponse](t, w.admin, req).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("super user: error %d", code)
 	}
-	bob := w.ts.plainClient(t, "bob", kgo.RequestRetries(0))
+	bob := w.ts.plainClient(t, "bob", kgo.RequestRetries(0), byName())
 	if code := seedRequest[*kmsg.ProduceResponse](t, bob, req).Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("bob: error %d", code)
 	}
