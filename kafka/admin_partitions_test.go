@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/acl"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -553,6 +554,99 @@ func TestDescribeTopicPartitions(t *testing.T) {
 	} {
 		if got := describe(tc.topics, tc.limit, tc.cursor); strings.Join(got.topics, " ") != strings.Join(tc.want.topics, " ") || got.next != tc.want.next {
 			t.Errorf("%s: got %v next %q, want %v next %q", tc.name, got.topics, got.next, tc.want.topics, tc.want.next)
+		}
+	}
+}
+
+// TestACL_AdminAPIs: what each admin API asks, for alice allowed and
+// denied (Kafka 4's KafkaApis and controller).
+func TestACL_AdminAPIs(t *testing.T) {
+	w := newACLWorld(t)
+	grow := func() int16 {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = "orders", 2
+		req.Topics = append(req.Topics, rt)
+		req.ValidateOnly = true
+		return seedRequest[*kmsg.CreatePartitionsResponse](t, w.alice, req).Topics[0].ErrorCode
+	}
+	trim := func() int16 {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = "orders"
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Offset = 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return seedRequest[*kmsg.DeleteRecordsResponse](t, w.alice, req).Topics[0].Partitions[0].ErrorCode
+	}
+	epoch := func() int16 {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "orders"
+		rt.Partitions = append(rt.Partitions, kmsg.NewOffsetForLeaderEpochRequestTopicPartition())
+		req.Topics = append(req.Topics, rt)
+		return seedRequest[*kmsg.OffsetForLeaderEpochResponse](t, w.alice, req).Topics[0].Partitions[0].ErrorCode
+	}
+	elect := func() int16 {
+		req := kmsg.NewPtrElectLeadersRequest()
+		return seedRequest[*kmsg.ElectLeadersResponse](t, w.alice, req).ErrorCode
+	}
+	listReassign := func() int16 {
+		return seedRequest[*kmsg.ListPartitionReassignmentsResponse](t, w.alice, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode
+	}
+	reassign := func() int16 {
+		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		return seedRequest[*kmsg.AlterPartitionAssignmentsResponse](t, w.alice, req).ErrorCode
+	}
+	quotas := func() int16 {
+		return seedRequest[*kmsg.DescribeClientQuotasResponse](t, w.alice, kmsg.NewPtrDescribeClientQuotasRequest()).ErrorCode
+	}
+	setQuota := func() int16 {
+		req := kmsg.NewPtrAlterClientQuotasRequest()
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		ent.Type = "user"
+		e.Entity = append(e.Entity, ent)
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Remove = "producer_byte_rate", true
+		e.Ops = append(e.Ops, op)
+		req.Entries = append(req.Entries, e)
+		return seedRequest[*kmsg.AlterClientQuotasResponse](t, w.alice, req).Entries[0].ErrorCode
+	}
+	describe := func() int16 {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = "orders"
+		req.Topics = append(req.Topics, rt)
+		return seedRequest[*kmsg.DescribeTopicPartitionsResponse](t, w.alice, req).Topics[0].ErrorCode
+	}
+	const topicNo, clusterNo = 29, 31
+	for _, tc := range []struct {
+		name   string
+		call   func() int16
+		grant  acl.Binding
+		denied int16
+	}{
+		{"CreatePartitions", grow, topicACL(acl.Literal, "orders", acl.Alter), topicNo},
+		{"DeleteRecords", trim, topicACL(acl.Literal, "orders", acl.Delete), topicNo},
+		{"OffsetForLeaderEpoch, by topic", epoch, topicACL(acl.Literal, "orders", acl.Describe), topicNo},
+		{"OffsetForLeaderEpoch, a follower", epoch, clusterACL(acl.ClusterAction), topicNo},
+		{"ElectLeaders", elect, clusterACL(acl.Alter), clusterNo},
+		{"ListPartitionReassignments", listReassign, clusterACL(acl.Describe), clusterNo},
+		{"AlterPartitionReassignments", reassign, clusterACL(acl.Alter), clusterNo},
+		{"DescribeClientQuotas", quotas, clusterACL(acl.DescribeConfigs), clusterNo},
+		{"AlterClientQuotas", setQuota, clusterACL(acl.AlterConfigs), clusterNo},
+		{"DescribeTopicPartitions", describe, topicACL(acl.Literal, "orders", acl.Describe), topicNo},
+	} {
+		w.grant(t)
+		if got := tc.call(); got != tc.denied {
+			t.Errorf("%s without ACLs: error %d, want %d", tc.name, got, tc.denied)
+		}
+		w.grant(t, tc.grant)
+		if got := tc.call(); got != 0 {
+			t.Errorf("%s with %v: error %d, want none", tc.name, tc.grant, got)
 		}
 	}
 }
