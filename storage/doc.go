@@ -13,6 +13,7 @@
 //	LOCK                        flock'd by the owning process; holds its pid
 //	CHECKPOINT                  recovery point (see below)
 //	CLEANER                     compaction state (see Compaction)
+//	LOGSTART                    a log start offset DeleteRecords moved (see logstart.go)
 //	00000000000000000000.log        record batches, back to back
 //	00000000000000000000.index      sparse offset index
 //	00000000000000000000.timeindex  sparse time index
