@@ -16,7 +16,8 @@ import (
 func newTopicCmd(e *env) *cobra.Command {
 	cmd := group(&cobra.Command{Use: "topic", Short: "Create, list, describe, grow, trim and delete topics"})
 	cmd.AddCommand(newTopicCreateCmd(e), newTopicListCmd(e), newTopicDescribeCmd(e), newTopicDeleteCmd(e), newTopicCompactCmd(e),
-		newTopicAlterCmd(e), newTopicTrimCmd(e)) // topicalter.go
+		newTopicAlterCmd(e), newTopicTrimCmd(e), // topicalter.go
+		newTopicConfigCmd(e)) // topicconfig.go
 	return cmd
 }
 
