@@ -2,7 +2,10 @@ package kafka
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -422,6 +425,103 @@ func TestAssignors_EveryPartitionOnce(t *testing.T) {
 		}
 		if kept != len(second[m.id]) {
 			t.Errorf("%s: kept %d of its %d new partitions from before; uniform should move only what m4 takes", m.id, kept, len(second[m.id]))
+		}
+	}
+}
+
+// kgoAssigned is what a franz-go member of a KIP-848 group was given,
+// as its callbacks report it.
+type kgoAssigned struct {
+	mu    sync.Mutex
+	owned map[string]map[int32]bool
+}
+
+func (a *kgoAssigned) opts() []kgo.Opt {
+	a.owned = map[string]map[int32]bool{}
+	change := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			for t, ps := range m {
+				if a.owned[t] == nil {
+					a.owned[t] = map[int32]bool{}
+				}
+				for _, p := range ps {
+					if add {
+						a.owned[t][p] = true
+					} else {
+						delete(a.owned[t], p)
+					}
+				}
+			}
+		}
+	}
+	return []kgo.Opt{kgo.OnPartitionsAssigned(change(true)), kgo.OnPartitionsRevoked(change(false)), kgo.OnPartitionsLost(change(false))}
+}
+
+func (a *kgoAssigned) topics() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]int{}
+	for t, ps := range a.owned {
+		if len(ps) > 0 {
+			out[t] = len(ps)
+		}
+	}
+	return out
+}
+
+// franz-go members subscribing by regular expression (sent as
+// subscribed_topic_regex) with the range assignor: they get the matching
+// topics only, and a matching topic created later is assigned too.
+func TestConsumerGroup_KgoRegexAndRange(t *testing.T) {
+	ts := startServer(t, nil)
+	ts.consumerTimeouts(10*time.Second, 100*time.Millisecond)
+	ts.createTopic(t, "orders-eu", 2)
+	ts.createTopic(t, "orders-us", 2)
+	ts.createTopic(t, "audit", 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var as [2]kgoAssigned
+	for i := range as {
+		cl := ts.client(t, append(as[i].opts(), kgo.ConsumerGroup("regex-group"), kgo.ConsumeRegex(), kgo.ConsumeTopics("orders-.*"),
+			kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()), kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))...)
+		go func() {
+			for ctx.Err() == nil {
+				cl.PollFetches(ctx)
+			}
+		}()
+	}
+	cl := ts.client(t)
+	waitUntil(t, "each member given one partition of each orders topic", func() bool {
+		d := describeConsumerGroup(t, cl, "regex-group")
+		return d.State == "Stable" && len(d.Members) == 2 &&
+			maps.Equal(as[0].topics(), map[string]int{"orders-eu": 1, "orders-us": 1}) &&
+			maps.Equal(as[1].topics(), map[string]int{"orders-eu": 1, "orders-us": 1})
+	})
+	d := describeConsumerGroup(t, cl, "regex-group")
+	// franz-go sends ".*(?:(?:orders-.*)).*": Kafka matches the whole
+	// name, its own regexes any part.
+	if re := d.Members[0].SubscribedTopicRegex; d.AssignorName != "range" || re == nil || !strings.Contains(*re, "orders-.*") {
+		t.Errorf("assignor %q, regex %v; want range and one with orders-.*", d.AssignorName, re)
+	}
+	// range: the same partition of each topic to the same member.
+	for _, m := range d.Members {
+		var ps []int32
+		for _, tp := range m.Assignment.TopicPartitions {
+			ps = append(ps, tp.Partitions...)
+		}
+		if len(ps) != 2 || ps[0] != ps[1] {
+			t.Errorf("member %s: partitions %v of the two topics, want the same number of each", m.MemberID, m.Assignment.TopicPartitions)
+		}
+	}
+	ts.createTopic(t, "orders-asia", 2)
+	waitUntil(t, "the new orders topic assigned too", func() bool {
+		return as[0].topics()["orders-asia"]+as[1].topics()["orders-asia"] == 2
+	})
+	for i := range as {
+		if as[i].topics()["audit"] != 0 {
+			t.Errorf("member %d given audit, which the regex does not match", i)
 		}
 	}
 }

@@ -108,7 +108,9 @@ func memberChild(js string) {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
 	if cfg.InstanceID != "" {
-		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+		// Eager, so that a rebalance is one generation: franz-go's
+		// cooperative-sticky joins a second time after one.
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID), kgo.Balancers(kgo.RangeBalancer()))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
