@@ -12,7 +12,8 @@ package kafka
 // GROUP_ID_NOT_FOUND; a topic or partition that does not exist gets
 // UNKNOWN_TOPIC_OR_PARTITION. A partition with no offset to delete
 // succeeds. While the group rebalances, before a protocol is chosen,
-// every protocol's subscription of every member counts.
+// every protocol's subscription of every member counts. A KIP-848
+// group's members' subscriptions (names and regex) count the same way.
 //
 // ACLs, as Kafka's KafkaApis.handleDeleteOffsetsRequest: Delete on the
 // group (else GROUP_AUTHORIZATION_FAILED for the whole request), then
@@ -96,7 +97,8 @@ func (co *coordinator) deleteOffsets(ctx context.Context, name string, want map[
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	g := co.groupLocked(name, false)
-	if g == nil || len(g.members) == 0 {
+	cg := co.mu.cgroups[name]
+	if (g == nil || len(g.members) == 0) && (cg == nil || len(cg.members) == 0) {
 		list, err := co.store.List(ctx, offsets.Filter{Consumer: name})
 		if err != nil {
 			return co.storeErrorCode(err)
@@ -121,6 +123,15 @@ func (co *coordinator) deleteOffsets(ctx context.Context, name string, want map[
 				}
 				for _, t := range meta.Topics {
 					subscribed[t] = true
+				}
+			}
+		}
+	}
+	if cg != nil {
+		for topic := range want {
+			for _, m := range cg.members {
+				if m.subscribes(topic) {
+					subscribed[topic] = true
 				}
 			}
 		}

@@ -270,6 +270,46 @@ func TestConsumerGroup_Errors(t *testing.T) {
 		}
 	})
 
+	t.Run("OffsetDelete of a topic the group subscribes to", func(t *testing.T) {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = "g"
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = "t"
+		rt.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+		req.Topics = []kmsg.OffsetDeleteRequestTopic{rt}
+		resp, err := req.RequestWith(context.Background(), a.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code {
+			t.Errorf("OffsetDelete: %v / %v, want GROUP_SUBSCRIBED_TO_TOPIC", kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+		}
+	})
+
+	t.Run("DeleteGroups of a group with members", func(t *testing.T) {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"g"}
+		resp, err := req.RequestWith(context.Background(), a.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code {
+			t.Errorf("DeleteGroups: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(resp.Groups[0].ErrorCode))
+		}
+	})
+
+	t.Run("DescribeGroups of a consumer group", func(t *testing.T) {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{"g"}
+		resp, err := req.RequestWith(context.Background(), a.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := resp.Groups[0]; g.State != "Dead" || len(g.Members) != 0 {
+			t.Errorf("DescribeGroups: state %s with %d members, want Dead, as Kafka 4 answers for a consumer group", g.State, len(g.Members))
+		}
+	})
+
 	t.Run("a commit at an epoch ahead of the member's", func(t *testing.T) {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group, req.MemberID, req.Generation = 9, "g", "member-a", 5
