@@ -1,9 +1,10 @@
 package kafka
 
-// Produce (key 0): versions 0–12. Advertised from 0 because librdkafka
+// Produce (key 0): versions 0–13. Advertised from 0 because librdkafka
 // before 2.11 drops compression unless Produce starts at 0; only
 // RecordBatch v2 (magic 2) is stored, which every client sends from v3.
-// No topic IDs (v13). Batches of idempotent producers are deduplicated
+// v13 names topics by ID (translated to names before this handler and
+// back after it: topicids.go). Batches of idempotent producers are deduplicated
 // and their sequence numbers checked (see producers.go). A
 // transactional batch (attribute 0x10) must come from the current epoch
 // of a transactional id (INVALID_PRODUCER_EPOCH otherwise: a fenced
@@ -44,7 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.Produce, 0, 12, produce) }
+func init() { register(kmsg.Produce, 0, 13, produce) }
 
 // leaderEpoch is the one leader epoch of every partition: this broker
 // has led them since they were created.
