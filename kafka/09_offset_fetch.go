@@ -1,6 +1,7 @@
 package kafka
 
-// OffsetFetch (key 9): versions 0–9 (v10 names topics by ID).
+// OffsetFetch (key 9): versions 0–10 (v10 names topics by ID, translated
+// to names before this handler and back after it: topicids.go).
 //
 // Reads a group's committed offsets from the offset store — whatever
 // wrote them: a Kafka client's OffsetCommit, an embedded consumer of the
@@ -31,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.OffsetFetch, 0, 9, offsetFetch) }
+func init() { register(kmsg.OffsetFetch, 0, 10, offsetFetch) }
 
 func offsetFetch(ctx context.Context, c *conn, req *kmsg.OffsetFetchRequest) (reply, error) {
 	ctx = context.WithoutCancel(ctx)
