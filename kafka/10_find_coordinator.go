@@ -1,6 +1,8 @@
 package kafka
 
-// FindCoordinator (key 10): versions 0–4.
+// FindCoordinator (key 10): versions 0–6 (v5 only lets the answer be
+// TRANSACTION_ABORTABLE; v6 adds key type 2, share groups, which are not
+// served: INVALID_REQUEST, as Kafka without a share coordinator).
 //
 // This broker, NodeID, coordinates every group (key type 0) and every
 // transactional id (key type 1; see txn.go). v0–v3 ask for one key, v4
@@ -18,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.FindCoordinator, 0, 4, findCoordinator) }
+func init() { register(kmsg.FindCoordinator, 0, 6, findCoordinator) }
 
 const (
 	coordinatorGroup       = 0
