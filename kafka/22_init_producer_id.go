@@ -1,6 +1,7 @@
 package kafka
 
-// InitProducerID (key 22): versions 0–4.
+// InitProducerID (key 22): versions 0–5 (v5 only lets the answer be
+// TRANSACTION_ABORTABLE).
 //
 // Gives an idempotent producer a new producer id, epoch 0, as Kafka does
 // for a producer without a transactional id (also when it asks, v3+, to
@@ -34,7 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.InitProducerID, 0, 4, initProducerID) }
+func init() { register(kmsg.InitProducerID, 0, 5, initProducerID) }
 
 func initProducerID(ctx context.Context, c *conn, req *kmsg.InitProducerIDRequest) (reply, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
