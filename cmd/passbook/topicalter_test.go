@@ -55,6 +55,10 @@ func TestTopicAlterTrim_DataDirectory(t *testing.T) {
 	if _, stderr, code := run(numberedLines(0, 100), "produce", "t"); code != 0 {
 		t.Fatalf("produce: exit %d: %s", code, stderr)
 	}
+	// A consumer that read 10 records, committed, before the trim.
+	if _, stderr, code := run("", "consume", "t", "--consumer", "early", "--max", "10"); code != 0 {
+		t.Fatalf("consume: exit %d: %s", code, stderr)
+	}
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -90,6 +94,17 @@ func TestTopicAlterTrim_DataDirectory(t *testing.T) {
 	stdout, stderr, code := run("", "consume", "t", "--consumer", "reader", "--from", "earliest", "--max", "1")
 	if code != 0 || !strings.HasPrefix(stdout, "v-0000040") {
 		t.Errorf("consume from earliest: exit %d, %q, %s", code, stdout, stderr)
+	}
+	// The consumer committed below the new start is told, as after
+	// retention; replay --to earliest moves it to the start.
+	if stdout, stderr, code := run("", "consume", "t", "--consumer", "early", "--max", "1"); code == 0 || !strings.Contains(stderr, "starts at 40") {
+		t.Errorf("consume below the start: exit %d, %q, %s; want an error naming the start", code, stdout, stderr)
+	}
+	if _, stderr, code := run("", "replay", "t", "--consumer", "early", "--to", "earliest"); code != 0 {
+		t.Errorf("replay --to earliest: exit %d: %s", code, stderr)
+	}
+	if stdout, stderr, code := run("", "consume", "t", "--consumer", "early", "--max", "1"); code != 0 || !strings.HasPrefix(stdout, "v-0000040") {
+		t.Errorf("consume after replay: exit %d, %q, %s", code, stdout, stderr)
 	}
 	if stdout, stderr, code := run("", "verify"); code != 0 {
 		t.Errorf("verify: exit %d: %s%s", code, stdout, stderr)
