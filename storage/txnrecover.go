@@ -68,6 +68,15 @@ func (l *Log) loadTxns(segs []*segment) error {
 			return fmt.Errorf("read transaction index: %w", err)
 		}
 		f, err := parseTxnFile(b, s.base)
+		if err == nil {
+			for _, a := range f.aborted {
+				if a.LastOffset >= s.next.Load() {
+					// A marker past the segment's end: its tail was cut.
+					err = fmt.Errorf("aborted transaction's marker at offset %d is past the segment's end %d", a.LastOffset, s.next.Load())
+					break
+				}
+			}
+		}
 		if err != nil {
 			l.o.Logger.Warn("rebuilding transaction index", "segment", s.path, "reason", err)
 			damaged[i] = true

@@ -46,8 +46,12 @@ last_offset, count, size, codec, crc_ok, first_timestamp, max_timestamp,
 producer_id, producer_epoch, base_sequence, transactional, control);
 record, with --records (offset, timestamp, key, value, headers: strings,
 null for none, cut at --max-bytes with key_bytes and value_bytes the
-whole sizes); damage (pos, size, detail); and a closing summary (batches,
-records, damaged_bytes) per segment.
+whole sizes); control, with --records, for a transaction marker (offset,
+timestamp, marker: commit or abort, coordinator_epoch); damage (pos, size,
+detail); and a closing summary (batches, records, damaged_bytes) per
+segment. A control batch (a Kafka transaction marker) is not damage: it
+prints as a batch marked control, and with --records as marker=commit or
+marker=abort.
 
 Give a topic (its partition with --partition), or the path of one segment
 file — such as one repair moved aside (name.log.corrupt-<time>). dump only
@@ -211,6 +215,10 @@ func (d *dumper) printRecords(b []byte) {
 		if rec.Offset < d.from {
 			continue
 		}
+		if d.cur.Header().IsControl() {
+			d.printControl(rec)
+			continue
+		}
 		if d.json {
 			hs := make([]map[string]any, 0, len(rec.Headers))
 			for _, hd := range rec.Headers {
@@ -229,6 +237,28 @@ func (d *dumper) printRecords(b []byte) {
 	if err := d.cur.Err(); err != nil {
 		fmt.Fprintf(d.w, "  records: %v\n", err)
 	}
+}
+
+// printControl prints a transaction marker (a control record: Kafka's
+// key version and type, value version and coordinator epoch), which is
+// not data and not damage.
+func (d *dumper) printControl(rec batch.Record) {
+	cr, err := storage.ParseControlRecord(rec.Key, rec.Value)
+	if d.json {
+		m := map[string]any{"type": "control", "offset": rec.Offset, "timestamp": stampJSON(rec.Timestamp.UnixMilli())}
+		if err != nil {
+			m["error"] = err.Error()
+		} else {
+			m["marker"], m["coordinator_epoch"] = cr.Type.String(), cr.CoordinatorEpoch
+		}
+		d.line(m)
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(d.w, "  offset=%d time=%s control record: %v\n", rec.Offset, stamp(rec.Timestamp.UnixMilli()), err)
+		return
+	}
+	fmt.Fprintf(d.w, "  offset=%d time=%s marker=%s coordinator-epoch=%d\n", rec.Offset, stamp(rec.Timestamp.UnixMilli()), cr.Type, cr.CoordinatorEpoch)
 }
 
 // line writes v as one line of JSON.
