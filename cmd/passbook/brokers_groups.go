@@ -79,9 +79,36 @@ func (c *cluster) committed(ctx context.Context, group, topic string) ([]offsets
 	return out, nil
 }
 
-// refuseLive refuses to move group's offsets while it has members.
+// refuseLive refuses to move group's offsets while it has members, of
+// the classic protocol or of KIP-848's (which DescribeGroups shows as
+// Dead: ConsumerGroupDescribe describes them).
 func (c *cluster) refuseLive(ctx context.Context, group, what string) error {
 	dg, err := c.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return fmt.Errorf("describe consumer group %s: %w", group, err)
+	}
+	g, ok := dg[group]
+	if !ok || errors.Is(g.Err, kerr.GroupIDNotFound) || len(g.Members) == 0 {
+		return c.refuseLiveConsumer(ctx, group, what)
+	}
+	if g.Err != nil {
+		return fmt.Errorf("describe consumer group %s: %w", group, g.Err)
+	}
+	var who []string
+	for _, m := range g.Members {
+		who = append(who, m.ClientID+"@"+strings.TrimPrefix(m.ClientHost, "/"))
+	}
+	return fmt.Errorf("%w: %s has %s (%s, %s); %s changes a group's offsets only while it is empty, as kafka-consumer-groups --reset-offsets does: stop its consumers first",
+		errLiveMembers, group, plural(len(g.Members), "member"), g.State, strings.Join(who, ", "), what)
+}
+
+// refuseLiveConsumer refuses to move a KIP-848 group's offsets while it
+// has members; a cluster without ConsumerGroupDescribe has none.
+func (c *cluster) refuseLiveConsumer(ctx context.Context, group, what string) error {
+	if !c.supports(ctx, kmsg.ConsumerGroupDescribe) {
+		return nil
+	}
+	dg, err := c.adm.DescribeConsumerGroups(ctx, group)
 	if err != nil {
 		return fmt.Errorf("describe consumer group %s: %w", group, err)
 	}
@@ -96,7 +123,7 @@ func (c *cluster) refuseLive(ctx context.Context, group, what string) error {
 	for _, m := range g.Members {
 		who = append(who, m.ClientID+"@"+strings.TrimPrefix(m.ClientHost, "/"))
 	}
-	return fmt.Errorf("%w: %s has %s (%s, %s); %s changes a group's offsets only while it is empty, as kafka-consumer-groups --reset-offsets does: stop its consumers first",
+	return fmt.Errorf("%w: %s has %s (%s, consumer protocol, %s); %s changes a group's offsets only while it is empty, as kafka-consumer-groups --reset-offsets does: stop its consumers first",
 		errLiveMembers, group, plural(len(g.Members), "member"), g.State, strings.Join(who, ", "), what)
 }
 
