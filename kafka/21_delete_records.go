@@ -19,7 +19,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/acl"
@@ -55,7 +54,10 @@ func deleteRecords(_ context.Context, c *conn, req *kmsg.DeleteRecordsRequest) (
 				if err == nil {
 					p.LowWatermark = start
 					c.s.log.Info("kafka: deleted records", "topic", rt.Topic, "partition", rp.Partition, "log_start_offset", start)
-				} else if !errors.Is(err, passbook.ErrUnknownPartition) {
+				} else if p.ErrorCode == kerr.UnknownServerError.Code {
+					// LOGSTART could not be written (a full or failed
+					// disk): the start did not move.
+					p.ErrorCode = kerr.KafkaStorageError.Code
 					c.s.log.Warn("kafka: delete records", "topic", rt.Topic, "partition", rp.Partition, "err", err)
 				}
 			}

@@ -7,8 +7,8 @@ package kafka
 // none can be set (AlterClientQuotas refuses them), so none is in
 // force, and the answer lists no entries, for any filter — what Kafka
 // answers a cluster with no quotas configured. A filter Kafka rejects
-// (an unknown match type, an entity type named twice, a name with a
-// default or any match) is INVALID_REQUEST, as there.
+// (an unknown entity or match type, an entity type named twice) is
+// INVALID_REQUEST.
 //
 // ACLs: DescribeConfigs on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
@@ -40,10 +40,6 @@ func describeClientQuotas(_ context.Context, c *conn, req *kmsg.DescribeClientQu
 			err = fmt.Errorf("unknown entity type %q: want user, client-id or ip", comp.EntityType)
 		case seen[comp.EntityType]:
 			err = fmt.Errorf("entity type %s is named twice", comp.EntityType)
-		case comp.MatchType == 0 && comp.Match == nil:
-			err = fmt.Errorf("entity type %s: match type 0 (exact) needs a name", comp.EntityType)
-		case comp.MatchType != 0 && comp.Match != nil:
-			err = fmt.Errorf("entity type %s: only match type 0 (exact) takes a name", comp.EntityType)
 		case comp.MatchType < 0 || comp.MatchType > 2:
 			err = fmt.Errorf("entity type %s: unknown match type %d", comp.EntityType, comp.MatchType)
 		}

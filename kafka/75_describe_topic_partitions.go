@@ -67,13 +67,14 @@ func describeTopicPartitions(_ context.Context, c *conn, req *kmsg.DescribeTopic
 	remaining := min(int(req.ResponsePartitionLimit), maxDescribePartitions)
 	var denied []kmsg.DescribeTopicPartitionsResponseTopic
 	for _, name := range names {
-		if !c.allowed(acl.Describe, acl.Topic, name) {
-			if !all {
-				rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
-				rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), kerr.TopicAuthorizationFailed.Code
-				rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
-				denied = append(denied, rt)
-			}
+		if all && !c.may(acl.Describe, acl.Topic, name) {
+			continue // listed only if the client may see it, as Metadata
+		}
+		if !all && !c.allowed(acl.Describe, acl.Topic, name) {
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+			denied = append(denied, rt)
 			continue
 		}
 		if remaining <= 0 {

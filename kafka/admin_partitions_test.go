@@ -649,4 +649,10 @@ func TestACL_AdminAPIs(t *testing.T) {
 			t.Errorf("%s with %v: error %d, want none", tc.name, tc.grant, got)
 		}
 	}
+	// All topics: only those alice may describe, the others left out.
+	w.grant(t, topicACL(acl.Literal, "orders", acl.Describe))
+	resp := seedRequest[*kmsg.DescribeTopicPartitionsResponse](t, w.alice, kmsg.NewPtrDescribeTopicPartitionsRequest())
+	if len(resp.Topics) != 1 || *resp.Topics[0].Topic != "orders" || resp.Topics[0].ErrorCode != 0 {
+		t.Errorf("DescribeTopicPartitions of every topic: %+v; want orders alone", resp.Topics)
+	}
 }
