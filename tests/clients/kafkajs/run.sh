@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kafkajs against `passbook serve`: produce 1,000 records, consume them with
-# consumer groups, and the admin calls (test.js); then ssl + sasl
+# consumer groups, and the admin calls (test.js); transactions (txn.js); then ssl + sasl
 # (SCRAM-SHA-256 and PLAIN) against a server with --tls-cert --sasl
 # --authorize, with ACLs that allow and deny (secure.js). Needs node and
 # npm (installs kafkajs from the lockfile), and openssl or go for the
@@ -13,6 +13,7 @@ if [ ! -d "$dir/node_modules/kafkajs" ]; then
 fi
 start_server
 node "$dir/test.js" "$addr" | tee "$work/node.out"
+node "$dir/txn.js" "$addr" | tee "$work/txn.out"
 
 make_certs "$work/certs" unused
 sec=$work/secure
@@ -27,9 +28,9 @@ start_extra_server "$sec" --tls-cert "$work/certs/server.pem" --tls-key "$work/c
 echo "passbook serve --tls-cert --sasl scram-sha-256,plain --authorize on $extra_addr"
 node "$dir/secure.js" "$extra_addr" "$work/certs/ca.pem" | tee "$work/secure.out"
 
-passed=$(cat "$work/node.out" "$work/secure.out" | grep -c '^ok')
-failed=$(cat "$work/node.out" "$work/secure.out" | grep -c '^FAIL')
-for out in node secure; do
+passed=$(cat "$work/node.out" "$work/txn.out" "$work/secure.out" | grep -c '^ok')
+failed=$(cat "$work/node.out" "$work/txn.out" "$work/secure.out" | grep -c '^FAIL')
+for out in node txn secure; do
 	grep -q '^node: ' "$work/$out.out" || { echo "FAIL the node script $out did not finish"; failed=$((failed + 1)); }
 done
 finish kafkajs
