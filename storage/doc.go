@@ -17,6 +17,8 @@
 //	00000000000000000000.log        record batches, back to back
 //	00000000000000000000.index      sparse offset index
 //	00000000000000000000.timeindex  sparse time index
+//	00000000000000000000.txnindex   aborted transactions (only once transactions came; txnindex.go)
+//	TXN                             from which segment on each has a .txnindex (txnindex.go)
 //	00000000000000051234.log        the next segment, named by its base offset
 //	…
 //
@@ -74,6 +76,22 @@
 // EMFILE) is retried with backoff and the log takes appends again once
 // the disk does (see recover.go and Log.Health); after a failed fsync it
 // refuses them until reopened.
+//
+// # Transactions
+//
+// Kafka's transactions are stored as Kafka stores them (txn.go):
+// transactional batches (attribute 0x10) and control batches (0x30, one
+// control record: a commit or abort marker, which takes an offset). A
+// partition keeps its open transactions and last stable offset in memory
+// and an aborted-transaction index per segment (.txnindex, whose layout
+// and rules txnindex.go draws). What is durable when: the batches and
+// markers exactly as any batch (Durability); the index is derived from
+// them and never trusted over them. Closed segments' .txnindex files are
+// fsync'd when the segment is sealed; the active segment's is rebuilt
+// from the segment after an unclean shutdown, and a torn tail drops the
+// index entries of the markers it held, and their effect (a transaction
+// whose marker was torn off is open again, as in the log). A partition
+// that never saw a transaction has no such file.
 //
 // # Compaction
 //
