@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/storage"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,13 +30,39 @@ type consumeOpts struct {
 	follow         bool
 	partitions     []int32
 	sessionTimeout time.Duration
+	isolation      storage.Isolation
+}
+
+// readable is where each partition of ext ends for a reader of isolation
+// iso: read committed, its last stable offset (ListOffsets with
+// isolation_level 1, which Kafka answers with the LSO), else the high
+// watermark. Records at or past it are of transactions still open.
+func (c *cluster) readable(ctx context.Context, ext *topicExtent, iso storage.Isolation) ([]int64, error) {
+	if iso == storage.ReadUncommitted {
+		return ext.head, nil
+	}
+	listed, err := c.adm.ListCommittedOffsets(ctx, ext.name)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the last stable offsets of %s: %w", ext.name, err)
+	}
+	ends := slices.Clone(ext.head)
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Topic == ext.name && o.Partition >= 0 && int(o.Partition) < len(ends) {
+			ends[o.Partition] = min(o.Offset, ext.head[o.Partition])
+		}
+	})
+	return ends, nil
 }
 
 // positions finds where the consumer starts on each of parts (all when
 // nil): its committed offset, or --from where it has none; and applies
 // --on-gap — as consumer.New does on a data directory, with the same
-// errors, before anything is read or committed.
-func (c *cluster) positions(ctx context.Context, ext *topicExtent, o *consumeOpts, parts []int32) (map[int32]int64, error) {
+// errors, before anything is read or committed. Latest is where the
+// partition ends for the consumer's isolation (ends, from readable).
+func (c *cluster) positions(ctx context.Context, ext *topicExtent, ends []int64, o *consumeOpts, parts []int32) (map[int32]int64, error) {
 	entries, err := c.committed(ctx, o.name, ext.name)
 	if err != nil {
 		return nil, err
@@ -54,6 +82,11 @@ func (c *cluster) positions(ctx context.Context, ext *topicExtent, o *consumeOpt
 		if from, err = c.targets(ctx, ext, o.start, uncommitted); err != nil {
 			return nil, err
 		}
+		if kind, _, _ := startParts(o.start); kind == "latest" {
+			for _, p := range uncommitted {
+				from[p] = ends[p]
+			}
+		}
 	}
 	out := map[int32]int64{}
 	for _, p := range ext.partsOf(parts) {
@@ -72,7 +105,7 @@ func (c *cluster) positions(ctx context.Context, ext *topicExtent, o *consumeOpt
 		case o.gap == consumer.GapResetEarliest:
 			out[p] = start
 		case o.gap == consumer.GapResetLatest:
-			out[p] = head
+			out[p] = ends[p]
 		default:
 			return nil, &consumer.GapError{Consumer: o.name, Topic: ext.name, Partition: p, Committed: next, Start: start}
 		}
@@ -163,8 +196,12 @@ func (k *kafkaConsumer) adjust(ctx context.Context, assigned map[string]map[int3
 		err = fmt.Errorf("topic %s now has %d partitions, not %d", ext.name, ext.partitions, k.ext.partitions)
 	}
 	var pos map[int32]int64
+	var ends []int64
 	if err == nil {
-		pos, err = k.c.positions(ctx, ext, k.o, parts)
+		ends, err = k.c.readable(ctx, ext, k.o.isolation)
+	}
+	if err == nil {
+		pos, err = k.c.positions(ctx, ext, ends, k.o, parts)
 	}
 	if err != nil {
 		k.mu.Lock()
@@ -179,7 +216,7 @@ func (k *kafkaConsumer) adjust(ctx context.Context, assigned map[string]map[int3
 	for p, at := range pos {
 		out[p] = kgo.NewOffset().At(at).WithEpoch(-1)
 	}
-	k.hold(pos, ext.head)
+	k.hold(pos, ends)
 	return map[string]map[int32]kgo.Offset{k.ext.name: out}, nil
 }
 
@@ -326,8 +363,12 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 		err = checkPartitions(ext, o.partitions)
 	}
 	var pos map[int32]int64
+	var ends []int64
 	if err == nil {
-		pos, err = c.positions(ctx, ext, o, o.partitions)
+		ends, err = c.readable(ctx, ext, o.isolation)
+	}
+	if err == nil {
+		pos, err = c.positions(ctx, ext, ends, o, o.partitions)
 	}
 	if err == nil && o.partitions != nil && o.mode != consumer.CommitNone {
 		// Not a member, it could not commit into a group that has some.
@@ -345,7 +386,10 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	k.cancel = cancel
-	opts := []kgo.Opt{kgo.FetchMaxWait(time.Second)}
+	// Control records (transaction markers) come back too, so that a
+	// position moves past a marker as the data directory's reader moves
+	// past it; they are not written out.
+	opts := []kgo.Opt{kgo.FetchMaxWait(time.Second), kgo.KeepControlRecords(), kgo.FetchIsolationLevel(kgoIsolation(o.isolation))}
 	if k.direct {
 		at := map[int32]kgo.Offset{}
 		for p, next := range pos {
@@ -372,12 +416,12 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 	k.cl = consuming.cl
 	defer k.cl.CloseAllowingRebalance()
 	if k.direct {
-		k.hold(pos, ext.head)
+		k.hold(pos, ends)
 	}
 
 	total := int64(0)
 	for p, next := range pos {
-		total += ext.head[p] - next
+		total += max(0, ends[p]-next)
 	}
 	if o.max > 0 {
 		total = min(total, o.max)
@@ -400,6 +444,14 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 	}
 	bar.finish(err)
 	return consumeSummary(e, out, topic, o.name, began, asUsage(err, "--from"))
+}
+
+// kgoIsolation is franz-go's isolation level for iso.
+func kgoIsolation(iso storage.Isolation) kgo.IsolationLevel {
+	if iso == storage.ReadUncommitted {
+		return kgo.ReadUncommitted()
+	}
+	return kgo.ReadCommitted()
 }
 
 // run reads until the heads (without --follow), --max records, or ctx.
@@ -440,6 +492,10 @@ func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
 				return
 			}
 			for _, r := range fp.Records {
+				if r.Attrs.IsControl() {
+					k.advance(r.Partition, r.Offset+1) // a marker: nothing to write
+					continue
+				}
 				m := consumer.Message{Partition: r.Partition, Record: batch.Record{
 					Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}}
 				for _, h := range r.Headers {
@@ -455,8 +511,12 @@ func (k *kafkaConsumer) run(ctx context.Context, out *output) error {
 					return
 				}
 			}
-			if fp.HighWatermark > hwm[fp.Partition] {
-				hwm[fp.Partition] = fp.HighWatermark
+			end := fp.HighWatermark
+			if k.o.isolation == storage.ReadCommitted && fp.LastStableOffset >= 0 {
+				end = fp.LastStableOffset // where a read_committed fetch stops
+			}
+			if end > hwm[fp.Partition] {
+				hwm[fp.Partition] = end
 			}
 		})
 		if err == nil && !stop && (k.cl.BufferedFetchRecords() == 0 || k.atHead(hwm)) {

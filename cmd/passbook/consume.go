@@ -19,6 +19,7 @@ import (
 func newConsumeCmd(e *env) *cobra.Command {
 	var (
 		name, from, commit, format, onGap string
+		isolation                         string
 		max                               int64
 		follow                            bool
 		partitions                        []int32
@@ -58,9 +59,19 @@ with --follow, and when it stops. On Ctrl-C (SIGINT) or SIGTERM it writes
 out what is buffered, commits exactly that — the next run starts at the next
 record, nothing re-delivered — and exits with 130 or 143.
 
-Without --follow it stops at the head. An --from offset outside a partition
-(below its log start or past its head) or an unknown --partition is bad
-input: exit 2, nothing read or committed.
+--isolation read_committed (the default) reads committed data only, as a
+Kafka consumer with isolation.level=read_committed does: it stops at each
+partition's last stable offset (before the first record of a transaction
+still open, waiting there with --follow until it ends) and skips the records
+of aborted transactions; --from latest is the last stable offset.
+--isolation read_uncommitted reads every record up to the head, those of
+open and aborted transactions included. Transaction markers are never
+written out either way (they take offsets, so offsets may skip one).
+
+Without --follow it stops at the head (read committed: the last stable
+offset). An --from offset outside a partition (below its log start or past
+its head), an unknown --partition or --isolation is bad input: exit 2,
+nothing read or committed.
 
 With --brokers (or $PASSBOOK_BROKERS) it reads over the Kafka protocol from
 a running passbook serve or any Kafka cluster, and the consumer name is a
@@ -74,7 +85,8 @@ commits as the group's admin, which Kafka allows only while the group has
 no members.`,
 		Example: `  passbook consume orders --consumer orders-writer
   passbook consume orders --consumer analytics-v2 --from earliest --format json --max 10
-  passbook consume orders --consumer tail --from latest --follow`,
+  passbook consume orders --consumer tail --from latest --follow
+  passbook consume orders --consumer audit --isolation read_uncommitted   # open and aborted transactions too`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			if name == "" {
@@ -92,6 +104,10 @@ no members.`,
 			if err != nil {
 				return usageError{err}
 			}
+			iso, err := consumer.ParseIsolation(isolation)
+			if err != nil {
+				return usageError{err}
+			}
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
@@ -106,7 +122,7 @@ no members.`,
 				}
 				return remoteConsume(cmd.Context(), e, b, args[0], &consumeOpts{
 					name: name, format: format, start: start, mode: mode, everyN: int64(everyN), everyD: everyD,
-					gap: gap, max: max, follow: follow, partitions: partitions, sessionTimeout: session,
+					gap: gap, max: max, follow: follow, partitions: partitions, sessionTimeout: session, isolation: iso,
 				})
 			} else if cmd.Flags().Changed("session-timeout") {
 				return usagef("--session-timeout applies only with --brokers (a consumer group's session)")
@@ -120,7 +136,7 @@ no members.`,
 			// The consumer commits nothing itself: out does, once the
 			// lines are written.
 			c, err := consumer.New(ctx, t, db.Offsets(), consumer.Options{
-				Name: name, Partitions: partitions, Start: start, Commit: consumer.CommitNone, OnGap: gap,
+				Name: name, Partitions: partitions, Start: start, Commit: consumer.CommitNone, OnGap: gap, Isolation: iso,
 			})
 			if err != nil {
 				return asUsage(err, "--from")
@@ -130,7 +146,9 @@ no members.`,
 			total := int64(0)
 			for p, next := range c.Positions() {
 				l, _ := t.Partition(p)
-				total += l.Head() - next
+				if ahead := l.Stable(iso) - next; ahead > 0 {
+					total += ahead
+				}
 			}
 			if max > 0 {
 				total = min(total, max)
@@ -175,6 +193,7 @@ no members.`,
 	f.Int64Var(&max, "max", 0, "stop after this many records (0: no limit)")
 	f.BoolVar(&follow, "follow", false, "keep waiting for new records at the head")
 	f.StringVar(&format, "format", "text", "text (one value per line) or json (one object per line)")
+	f.StringVar(&isolation, "isolation", "read_committed", "which records to read: read_committed (committed data only, up to the last stable offset) or read_uncommitted (every record up to the head)")
 	f.StringVar(&onGap, "on-gap", "fail", "if retention deleted records never read: fail, reset-earliest or reset-latest")
 	f.Int32SliceVar(&partitions, "partition", nil, "read only these partitions (default all)")
 	return cmd
