@@ -38,7 +38,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * A stateful Kafka Streams application, word count, against passbook serve.
  *
  * <pre>
- *   WordCount produce HOST:PORT LINES      writes the fixed input to wc-input (3 partitions)
+ *   WordCount create HOST:PORT             creates wc-input and wc-output (3 partitions each)
+ *   WordCount produce HOST:PORT LINES RATE writes the fixed input to wc-input, RATE lines/s
  *   WordCount run HOST:PORT GUARANTEE DIR  runs the topology (until SIGTERM) with its state in DIR
  *   WordCount verify HOST:PORT LINES       reads wc-output read_committed and compares
  * </pre>
@@ -78,26 +79,44 @@ public final class WordCount {
     public static void main(String[] args) throws Exception {
         String addr = args[1];
         switch (args[0]) {
-            case "produce" -> produce(addr, Integer.parseInt(args[2]));
+            case "create" -> create(addr);
+            case "produce" -> produce(addr, Integer.parseInt(args[2]), Integer.parseInt(args[3]));
             case "run" -> run(addr, args[2], args[3]);
             case "verify" -> System.exit(verify(addr, Integer.parseInt(args[2])));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
 
-    static void produce(String addr, int lines) throws Exception {
+    static void create(String addr) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, addr);
         try (Admin admin = Admin.create(p)) {
             admin.createTopics(List.of(new NewTopic(INPUT, 3, (short) 1), new NewTopic(OUTPUT, 3, (short) 1)))
                     .all().get(30, TimeUnit.SECONDS);
         }
+        System.out.println("created " + INPUT + " and " + OUTPUT);
+    }
+
+    /**
+     * Writes the input at rate lines a second with the idempotent
+     * producer, which rides out the broker's restarts: a line written
+     * twice would show as a count too high.
+     */
+    static void produce(String addr, int lines, int rate) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, addr);
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             List<Future<RecordMetadata>> fs = new ArrayList<>();
-            for (int i = 0; i < lines; i++) fs.add(producer.send(new ProducerRecord<>(INPUT, i % 3, null, line(i))));
+            long start = System.nanoTime();
+            for (int i = 0; i < lines; i++) {
+                fs.add(producer.send(new ProducerRecord<>(INPUT, i % 3, null, line(i))));
+                long due = start + TimeUnit.SECONDS.toNanos(i + 1) / rate;
+                long wait = due - System.nanoTime();
+                if (wait > 0) TimeUnit.NANOSECONDS.sleep(wait);
+            }
             for (Future<RecordMetadata> f : fs) f.get(60, TimeUnit.SECONDS);
         }
         System.out.println("produced " + lines + " lines");
