@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,5 +146,90 @@ func TestTopicConfig_Brokers_Kill9(t *testing.T) {
 		if got[k].Value != v || !got[k].Set {
 			t.Errorf("restarted server: %s = %+v, want %s", k, got[k], v)
 		}
+	}
+}
+
+// TestServe_CompactedTopicCompactsAsSet: a topic created over Kafka with
+// cleanup.policy=compact, min.cleanable.dirty.ratio and
+// delete.retention.ms is compacted by passbook serve's background cleaner
+// as set: each key's newest value kept, older ones gone, and the
+// tombstones gone too once delete.retention.ms passed (the cleaner runs
+// every 15 s, so this takes about half a minute).
+func TestServe_CompactedTopicCompactsAsSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for two background cleanings (about 30 s)")
+	}
+	quickExit(t)
+	srv := startServe(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.kafkaAddr), kgo.DefaultProduceTopic("kv"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	if r, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+		"cleanup.policy": kadm.StringPtr("compact"), "segment.bytes": kadm.StringPtr("1048576"),
+		"min.cleanable.dirty.ratio": kadm.StringPtr("0.01"), "delete.retention.ms": kadm.StringPtr("100"),
+	}, "kv"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	// Key "gone" written and deleted (a tombstone) first, then key-0 …
+	// key-9 rewritten over 3 MiB, so that both are in closed segments.
+	value := make([]byte, 1000)
+	const n = 3200
+	recs := []*kgo.Record{{Key: []byte("gone"), Value: []byte("soon deleted")}, {Key: []byte("gone")}}
+	for i := range n {
+		recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "key-%d", i%10), Value: fmt.Appendf(value[:0:0], "%d %s", i, value)})
+	}
+	last := int64(len(recs) - 1)
+	for _, rec := range recs {
+		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (int, map[string]int) {
+		c, err := kgo.NewClient(kgo.SeedBrokers(srv.kafkaAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"kv": {0: kgo.NewOffset().AtStart()}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		count, keys := 0, map[string]int{}
+		for seen := int64(-1); seen < last; {
+			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			fs := c.PollFetches(fctx)
+			cancel()
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				count++
+				keys[string(r.Key)]++
+				seen = r.Offset
+			})
+		}
+		return count, keys
+	}
+	for {
+		count, keys := read()
+		// Cleaned: far fewer records than written, every key-N kept, and
+		// nothing left of "gone": its record superseded by the tombstone,
+		// the tombstone removed delete.retention.ms after the cleaner
+		// first saw it.
+		_, gone := keys["gone"]
+		if count < n/2 && len(keys) == 10 && !gone {
+			t.Logf("read %d of %d records after compaction", count, n)
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("not compacted as set within 2 minutes: %d of %d records, keys %v", count, n, keys)
+		}
+		time.Sleep(time.Second)
 	}
 }
