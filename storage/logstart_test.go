@@ -213,6 +213,16 @@ func TestLog_DeleteRecords_DamagedLogStart(t *testing.T) {
 	if r, err := Verify("/p", &VerifyOptions{FS: mem}); err != nil || r.OK() || r.Fenced == "" {
 		t.Errorf("Verify: %+v, %v; want the partition refused", r, err)
 	}
+	// Repair moves it aside: the partition opens from its first segment.
+	if _, err := Repair("/p", &RepairOptions{FS: mem}); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/p", &Options{FS: mem})
+	defer l.Close()
+	if l.StartOffset() != 0 || l.Head() != 10 {
+		t.Errorf("after repair: start %d, head %d; want 0, 10", l.StartOffset(), l.Head())
+	}
+	checkRecords(t, l, 0)
 }
 
 func TestLog_MaxTimestamp(t *testing.T) {

@@ -204,6 +204,13 @@ func (rp *repairPlan) run(ps *partitionScan, rep *RepairReport) error {
 			return err
 		}
 	}
+	if ps.logStartBad {
+		if err := rp.do(RepairAction{What: "move aside", File: rp.path(logStartFile), Detail: "fails its checks; the partition starts at its first segment again, and records DeleteRecords had hidden in it are served until trimmed again"}, func() error {
+			return rp.rename(logStartFile, asideCorrupt)
+		}); err != nil {
+			return err
+		}
+	}
 	if ps.cleanerBad {
 		// Rebuilt conservatively: every closed segment may have been
 		// cleaned (its batches may skip offsets), nothing is known to

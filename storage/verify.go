@@ -156,6 +156,8 @@ type partitionScan struct {
 	gaps   gapRule
 	// cleanerBad: CLEANER exists and fails its checks.
 	cleanerBad bool
+	// logStartBad: LOGSTART exists and fails its checks (logstart.go).
+	logStartBad bool
 	// refusing marks the problems (by index in report.Problems) of a
 	// file that makes Open refuse the partition; see openRefuses.
 	refusing map[int]bool
@@ -297,6 +299,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		}
 	}
 	if ls, err := readLogStart(fsys, dir); err != nil { // logstart.go
+		ps.logStartBad = true
 		refused(Problem{Kind: ProblemFile, File: filepath.Join(dir, logStartFile), Pos: 0, Detail: err.Error() + "; Open refuses the partition"})
 	} else if ls > r.Start {
 		r.Start = min(ls, r.Head)
