@@ -174,6 +174,9 @@ func (co *coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest
 // fenceCommitLocked decides whether a member at a generation may commit
 // the group's offsets, and returns the error code if not.
 func (co *coordinator) fenceCommitLocked(name, memberID string, generation int32) int16 {
+	if cg := co.mu.cgroups[name]; cg != nil { // a KIP-848 group (TxnOffsetCommit): group848.go
+		return cg.fenceMemberEpochLocked(memberID, generation)
+	}
 	g := co.groupLocked(name, false)
 	if g == nil || len(g.members) == 0 {
 		if generation < 0 {

@@ -912,6 +912,26 @@ func (co *coordinator) fenceConsumerCommitLocked(req *kmsg.OffsetCommitRequest) 
 	return 0, true
 }
 
+// fenceMemberEpochLocked decides a commit of a KIP-848 group's offsets
+// by a member at an epoch, as Kafka's validateOffsetCommit for a
+// TxnOffsetCommit: with no member named and a negative epoch only while
+// the group has no member; else the member must exist
+// (UNKNOWN_MEMBER_ID) at that epoch (STALE_MEMBER_EPOCH).
+func (g *cgroup) fenceMemberEpochLocked(memberID string, epoch int32) int16 {
+	if epoch < 0 && g.activeLocked() == 0 {
+		return 0
+	}
+	m := g.members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	g.touchLocked(m)
+	return 0
+}
+
 // fenceConsumerOffsetFetch decides an OffsetFetch v9+ of a consumer
 // group naming a member, as Kafka's validateOffsetFetch: the member must
 // exist (UNKNOWN_MEMBER_ID) at that epoch (STALE_MEMBER_EPOCH). Without a
