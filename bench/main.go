@@ -9,6 +9,7 @@
 //	go run -C bench . -h                        # the flags
 //	go run -C bench . wal                       # storage.Log vs tidwall/wal in depth, 3 trials
 //	go run -C bench . wal -quick                # a smoke run of a few seconds
+//	go run -C bench . mirror [-brokers B]       # passbook mirror vs kcat | kcat vs franz-go's producer
 package main
 
 import (
@@ -34,6 +35,7 @@ func main() {
 
 const usage = `usage: bench [--peers LIST] [--n N] [flags]    passbook side by side with its peers
        bench wal [flags]                         passbook's storage.Log vs github.com/tidwall/wal
+       bench mirror [flags]                      passbook mirror to Kafka vs kcat | kcat vs franz-go's producer
 
 Run "bench -h" or "bench wal -h" for the flags.
 `
@@ -53,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runPeers(ctx, args[1:], stdout, stderr)
 	case "wal":
 		return runWAL(ctx, args[1:], stdout, stderr)
+	case "mirror":
+		return runMirror(ctx, args[1:], stdout, stderr)
 	case kfakeCommand:
 		return runKfake(args[1:])
 	case fillCommand:

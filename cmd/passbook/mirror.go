@@ -136,19 +136,24 @@ func stateName(end string) string {
 	return strings.NewReplacer(":", "_", ",", "+", "/", "_").Replace(strings.TrimPrefix(end, "kafka:"))
 }
 
-// mirrorRetry is how long --follow waits after a failure before trying
-// again, at most.
-const mirrorRetry = 10 * time.Second
+// mirrorRetry is how long the mirror waits after a failure before
+// trying again, at most; without --follow it tries mirrorTries times in
+// all before it gives up.
+const (
+	mirrorRetry = 10 * time.Second
+	mirrorTries = 5
+)
 
 // runMirror mirrors once, or with --follow until stopped, starting over
-// (reconciling with the target) after each failure.
+// (reconciling with the target, as after a kill) after a failure: a
+// broker that timed out or went away, a connection cut.
 func runMirror(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts) error {
 	began := time.Now()
 	sum := &mirrorSummary{}
 	wait := 250 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
 		err := mirrorOnce(ctx, e, sec, o, sum)
-		if err == nil || !o.follow || ctx.Err() != nil || isUsage(err) || errors.Is(err, errMirrorMismatch) || errors.Is(err, errMirrorState) {
+		if err == nil || (!o.follow && try >= mirrorTries) || ctx.Err() != nil || isUsage(err) || errors.Is(err, errMirrorMismatch) || errors.Is(err, errMirrorState) {
 			if o.follow && ctx.Err() != nil {
 				err = nil // stopped, as --follow ends
 			}
@@ -157,7 +162,7 @@ func runMirror(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts) err
 			}
 			return err
 		}
-		fmt.Fprintf(e.stderr, "mirror: %v; trying again in %s (Ctrl-C to stop)\n", err, wait.Round(time.Millisecond))
+		fmt.Fprintf(e.stderr, "mirror: %v; starting again in %s (Ctrl-C to stop)\n", err, wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			if perr := sum.print(e, o, time.Since(began)); perr != nil {
@@ -270,6 +275,9 @@ func mirrorOnce(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts, su
 	}
 	var names []string
 	for _, t := range topics {
+		if k, ok := tgt.(*kafkaEnd); ok && t.cfg.MaxRecordBytes > 0 {
+			k.batchMax = max(k.batchMax, int32(min(t.cfg.MaxRecordBytes+64<<10, 1<<30)))
+		}
 		created, err := tgt.ensure(ctx, t)
 		if err != nil {
 			return fmt.Errorf("target: %w", err)
@@ -383,19 +391,46 @@ func (m *mirror) reconcile(ctx context.Context, at tp, pm *partMap, tgtHead, src
 
 // copy moves records until the heads (or, with --follow, until ctx
 // ends), carrying commits as it goes.
+//
+// The next poll of the source runs while the target takes the last
+// one's records (poll touches only the source's positions; write only
+// the target and the maps), so that reading and writing overlap.
 func (m *mirror) copy(ctx context.Context) error {
 	lastCarry := time.Time{}
 	lastHeads := time.Now()
+	type polled struct {
+		chunks []srcChunk
+		err    error
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	next := make(chan polled, 1)
+	inflight := false
+	poll := func() {
+		inflight = true
+		go func() {
+			c, err := m.src.poll(pctx)
+			next <- polled{c, err}
+		}()
+	}
+	defer func() {
+		cancel()
+		if inflight {
+			<-next
+		}
+	}()
+	poll()
 	for {
+		res := <-next
+		inflight = false
+		chunks, err := res.chunks, res.err
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		chunks, err := m.src.poll(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
 			return fmt.Errorf("source: %w", err)
+		}
+		if len(chunks) > 0 || m.o.follow || !m.caughtUp() {
+			poll()
 		}
 		if len(chunks) > 0 {
 			if err := m.write(ctx, chunks); err != nil {

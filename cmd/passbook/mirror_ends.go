@@ -292,8 +292,11 @@ type kafkaEnd struct {
 	prod *kgo.Client // the target's idempotent producer
 	cons *kgo.Client // the source's consumer
 	rf   int16
-	pos  map[tp]int64 // source: the next offset after what poll returned
-	idle map[tp]int   // source: polls in a row with nothing from a partition behind its head
+	// batchMax bounds the producer's batches: Kafka refuses a batch
+	// larger than the topic's max.message.bytes (1 MiB by default).
+	batchMax int32
+	pos      map[tp]int64 // source: the next offset after what poll returned
+	idle     map[tp]int   // source: polls in a row with nothing from a partition behind its head
 }
 
 func dialKafkaEnd(ctx context.Context, b *brokerFlags, rf int16) (*kafkaEnd, error) {
@@ -652,7 +655,7 @@ func (k *kafkaEnd) read(ctx context.Context, at tp, from, to int64) ([]batch.Rec
 func (k *kafkaEnd) write(_ context.Context, recs map[tp][]batch.Record) (map[tp][]int64, error) {
 	if k.prod == nil {
 		c, err := k.b.dial(context.Background(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.ProducerBatchMaxBytes(16<<20), kgo.MaxBufferedRecords(1_000_000), kgo.MaxBufferedBytes(512<<20),
+			kgo.ProducerBatchMaxBytes(max(1_000_000, k.batchMax)), kgo.MaxBufferedRecords(1_000_000), kgo.MaxBufferedBytes(512<<20),
 			kgo.RecordDeliveryTimeout(produceTimeout), kgo.ProducerLinger(0))
 		if err != nil {
 			return nil, err
