@@ -326,9 +326,13 @@ func (tc *txnCoordinator) byPID(pid int64) *txnMeta {
 // persistLocked writes m's state; on failure it restores the state
 // saved, so that memory never says what the log does not.
 func (tc *txnCoordinator) persistLocked(m *txnMeta, saved txnRecord) error {
+	return tc.persist(m, saved, true)
+}
+
+func (tc *txnCoordinator) persist(m *txnMeta, saved txnRecord, sync bool) error {
 	m.updated = time.Now()
 	r := m.recordLocked()
-	if err := tc.store.put(&r); err != nil {
+	if err := tc.store.put(&r, sync); err != nil {
 		tc.log.Error("kafka: writing the transaction log failed; transactions are refused until the server restarts", "transactional_id", m.id, "err", err)
 		old, _ := metaFromRecord(saved)
 		m.pid, m.prevPID, m.epoch, m.lastEpoch, m.state = old.pid, old.prevPID, old.epoch, old.lastEpoch, old.state
@@ -336,6 +340,11 @@ func (tc *txnCoordinator) persistLocked(m *txnMeta, saved txnRecord) error {
 		return txnErr(kerr.CoordinatorNotAvailable, "the transaction log cannot be written: %v", err)
 	}
 	return nil
+}
+
+// persistLockedNoSync is persistLocked without waiting for the fsync.
+func (tc *txnCoordinator) persistLockedNoSync(m *txnMeta, saved txnRecord) error {
+	return tc.persist(m, saved, false)
 }
 
 // initProducer is InitProducerID with a transactional id (Kafka's
@@ -620,6 +629,14 @@ func (tc *txnCoordinator) complete(m *txnMeta) {
 		m.writing = false
 		m.mu.Unlock()
 	}
+	// The markers are written one after the other, then made durable
+	// together: each partition's fsync runs at once with the others'.
+	type written struct {
+		k   partitionKey
+		l   *storage.Log
+		end int64
+	}
+	var durable []written
 	for _, k := range parts {
 		t, err := tc.db.Topic(k.topic)
 		if err != nil {
@@ -637,14 +654,27 @@ func (tc *txnCoordinator) complete(m *txnMeta) {
 			failed("marker", fmt.Errorf("%s/%d: %w", k.topic, k.partition, err))
 			return
 		}
-		_, err = l.AppendMarker(storage.Marker{ProducerID: pid, ProducerEpoch: epoch, Type: typ, CoordinatorEpoch: coordinatorEpoch}, storage.Fsync)
+		at, err := l.AppendMarker(storage.Marker{ProducerID: pid, ProducerEpoch: epoch, Type: typ, CoordinatorEpoch: coordinatorEpoch}, storage.InOS)
 		if errors.Is(err, storage.ErrProducerFenced) {
 			// The partition holds a newer epoch's transaction: this
 			// one's batches there were ended by a newer marker.
-			err = nil
+			continue
 		}
 		if err != nil {
 			failed("marker", fmt.Errorf("%s/%d: %w", k.topic, k.partition, err))
+			return
+		}
+		durable = append(durable, written{k, l, at + 1})
+	}
+	errs := make([]error, len(durable))
+	var wg sync.WaitGroup
+	for i, w := range durable {
+		wg.Go(func() { errs[i] = w.l.WaitDurable(w.end, storage.Fsync) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			failed("marker fsync", fmt.Errorf("%s/%d: %w", durable[i].k.topic, durable[i].k.partition, err))
 			return
 		}
 	}
@@ -664,7 +694,10 @@ func (tc *txnCoordinator) complete(m *txnMeta) {
 	clear(m.parts)
 	clear(m.groups)
 	clear(m.offsets)
-	if err := tc.persistLocked(m, saved); err != nil {
+	// Complete* is written without waiting for an fsync of its own (the
+	// next state's covers it): lost to a power cut, the transaction is
+	// found in Prepare* at the next start, and ended again the same way.
+	if err := tc.persistLockedNoSync(m, saved); err != nil {
 		m.writing = false // still Prepare*: the next sweep, or the next start, finishes it
 		return
 	}

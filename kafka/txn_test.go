@@ -263,7 +263,7 @@ func TestTxn_ProduceChecks(t *testing.T) {
 	ts := startServer(t, nil)
 	ts.createTopic(t, "out", 2)
 	ctx := context.Background()
-	cl := ts.txnClient(t, "p")
+	cl := ts.txnClient(t, "p", kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}

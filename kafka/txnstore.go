@@ -236,10 +236,12 @@ func encodeTxnRecord(r *txnRecord) ([]byte, error) {
 	return append(b, payload...), nil
 }
 
-// put appends r and returns once it is durable. After a failed write
-// or fsync every put fails (errTxnStoreFailed): the coordinator must
-// not answer as if a state were recorded when it might not be.
-func (st *txnStore) put(r *txnRecord) error {
+// put appends r and, with sync, returns once it is durable (without,
+// once it is in the operating system: the next sync, or close, makes it
+// durable). After a failed write or fsync every put fails
+// (errTxnStoreFailed): the coordinator must not answer as if a state
+// were recorded when it might not be.
+func (st *txnStore) put(r *txnRecord, sync bool) error {
 	b, err := encodeTxnRecord(r)
 	if err != nil {
 		return fmt.Errorf("kafka: encode transaction state: %w", err)
@@ -262,6 +264,9 @@ func (st *txnStore) put(r *txnRecord) error {
 	st.mu.written++
 	mine := st.mu.written
 	st.mu.Unlock()
+	if !sync {
+		return nil
+	}
 
 	st.syncMu.Lock()
 	defer st.syncMu.Unlock()
@@ -360,7 +365,11 @@ func (st *txnStore) close() error {
 	if st.mu.f == nil {
 		return nil
 	}
-	err := st.mu.f.Close()
+	var err error
+	if st.mu.err == nil {
+		err = st.mu.f.Sync()
+	}
+	err = errors.Join(err, st.mu.f.Close())
 	st.mu.f = nil
 	if st.mu.err == nil {
 		st.mu.err = fmt.Errorf("%w: closed", errTxnStoreFailed)

@@ -34,7 +34,7 @@ func TestTxnStore_LastRecordWins(t *testing.T) {
 		t.Fatalf("a new store has %d records", len(recs))
 	}
 	for _, r := range []txnRecord{txnRec("a", 0, "Empty"), txnRec("b", 0, "Empty"), txnRec("a", 1, "Ongoing"), txnRec("a", 1, "PrepareCommit")} {
-		if err := st.put(&r); err != nil {
+		if err := st.put(&r, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestTxnStore_TornTailAndCorruption(t *testing.T) {
 		dir := t.TempDir()
 		st, _ := openStore(t, dir)
 		for _, r := range []txnRecord{txnRec("a", 0, "Ongoing"), txnRec("a", 0, "PrepareAbort")} {
-			if err := st.put(&r); err != nil {
+			if err := st.put(&r, true); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -104,7 +104,7 @@ func TestTxnStore_TornTailAndCorruption(t *testing.T) {
 			}
 			// Appends go on after the truncated tail.
 			r := txnRec("a", 1, "CompleteAbort")
-			if err := st.put(&r); err != nil {
+			if err := st.put(&r, true); err != nil {
 				t.Fatal(err)
 			}
 			st.close()
@@ -133,7 +133,7 @@ func TestTxnStore_Compaction(t *testing.T) {
 	r := txnRec("a", 0, "Ongoing")
 	for i := 0; !st.needsCompaction(); i++ {
 		r.Epoch = int16(i % 1000)
-		if err := st.put(&r); err != nil {
+		if err := st.put(&r, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +145,7 @@ func TestTxnStore_Compaction(t *testing.T) {
 		t.Fatal("still needs compaction after it")
 	}
 	after := txnRec("b", 4, "Empty")
-	if err := st.put(&after); err != nil {
+	if err := st.put(&after, true); err != nil {
 		t.Fatal(err)
 	}
 	st.close()
@@ -174,7 +174,7 @@ func TestTxnStore_EveryFault(t *testing.T) {
 			failed := false
 			for n := range 4 {
 				r := txnRec("a", int16(n), "Ongoing")
-				err := st.put(&r)
+				err := st.put(&r, true)
 				switch {
 				case err == nil && failed:
 					t.Fatalf("fault %d: put %d acknowledged after a failed one", i, n)
