@@ -119,6 +119,7 @@ func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error
 				continue
 			}
 			p.BaseOffset = end.first
+			p.LogAppendTime = logAppendTime(l, end.first) // configs_produce.go
 			p.LogStartOffset = l.StartOffset()
 			waits = append(waits, appended{l: l, end: end.next, topic: i, part: j})
 		}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook"
+	"github.com/passbook-log/passbook/batch"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -301,6 +303,43 @@ func TestCreateTopics_BrokerSideSettingsSeenByConsumer(t *testing.T) {
 	if st.Attrs.TimestampType() != 1 || st.Timestamp.Before(began.Add(-time.Second)) {
 		t.Errorf("LogAppendTime topic: timestamp type %d, time %v; want 1 and the broker's time (after %v)", st.Attrs.TimestampType(), st.Timestamp, began)
 	}
+	// The produce response's log_append_time is the time stored in the
+	// batch (kgo does not read it: a raw Produce asks).
+	b, err := batch.Append(nil, []batch.Record{{Value: []byte("b"), Timestamp: long}}, batch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 12, -1, 10_000 // v12: by topic name
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "stamped"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = b
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, ts.client(t, kgo.MaxVersions(kversionsProduce12())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := resp.Topics[0].Partitions[0]
+	if pr.ErrorCode != 0 {
+		t.Fatalf("raw produce v%d: error %d %v", req.Version, pr.ErrorCode, pr.ErrorMessage)
+	}
+	stored, err := mustTopic(t, ts, "stamped").Partition(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var storedMs int64 = -2
+	for rec, err := range stored.Records(pr.BaseOffset) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		storedMs = rec.Timestamp.UnixMilli()
+		break
+	}
+	if pr.ErrorCode != 0 || pr.LogAppendTime != storedMs || storedMs < began.UnixMilli()-1000 {
+		t.Errorf("produce response: error %d, log_append_time %d; the stored record's time %d", pr.ErrorCode, pr.LogAppendTime, storedMs)
+	}
 	for _, r := range got["zstd"] {
 		if r.Attrs.CompressionType() != 4 {
 			t.Errorf("compression.type=zstd: record %q stored with codec %d, want zstd (4)", r.Value[:9], r.Attrs.CompressionType())
@@ -363,4 +402,12 @@ func TestDescribeConfigs_Broker(t *testing.T) {
 	if cs := resp.Resources[0].Configs; len(cs) != 1 || !cs[0].ReadOnly || len(cs[0].ConfigSynonyms) != 1 || cs[0].ConfigSynonyms[0].Name != "num.partitions" {
 		t.Fatalf("num.partitions of the cluster default: %+v", cs)
 	}
+}
+
+// kversionsProduce12 caps Produce at v12, which names topics (v13 gives
+// topic IDs).
+func kversionsProduce12() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 12)
+	return v
 }
