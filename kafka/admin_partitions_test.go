@@ -256,6 +256,16 @@ func TestKadm_DeleteRecords(t *testing.T) {
 			t.Errorf("%s/%d: error %d, low watermark %d", rt.Topic, p.Partition, p.ErrorCode, p.LowWatermark)
 		}
 	}
+	// Kafka Streams' repartition topics: retention.ms=-1, purged by
+	// DeleteRecords as their records are consumed.
+	rt := "app-KSTREAM-REPARTITION-0000000001-repartition"
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("-1"), "cleanup.policy": kmsg.StringPtr("delete")}, rt); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, cl, rt, 0, 0, 20)
+	if r := del(rt, 0, 15); r.Err != nil || r.LowWatermark != 15 {
+		t.Errorf("purge a repartition topic: %v, low watermark %d", r.Err, r.LowWatermark)
+	}
 	starts, err := adm.ListStartOffsets(ctx, "trim")
 	if err != nil {
 		t.Fatal(err)
