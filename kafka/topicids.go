@@ -35,9 +35,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// unknownIDPrefix starts the name given to an ID that names no topic: a
-// NUL is in no valid topic name, so no topic can ever have it.
-const unknownIDPrefix = "\x00unknown topic id "
+// unknownIDPrefix starts the name given to an ID that names no topic
+// ("<unknown topic id AAAA…>", as logs show it): '<' and spaces are in no
+// valid topic name, so no topic can ever have it.
+const unknownIDPrefix = "<unknown topic id "
 
 // topicNameByID returns the name of the topic whose ID is id. The
 // connection keeps the IDs it has seen, checked against the topic on
@@ -88,7 +89,7 @@ func (c *conn) topicIDsIn(req kmsg.Request) *idRewrite {
 	name := func(id [16]byte) string {
 		n, ok := c.topicNameByID(id)
 		if !ok {
-			n = unknownIDPrefix + passbook.TopicID(id).String()
+			n = unknownIDPrefix + passbook.TopicID(id).String() + ">"
 		}
 		rw.ids[n] = id
 		return n
