@@ -573,7 +573,7 @@ func TestACL_MTLS_PrincipalIsCommonName(t *testing.T) {
 	ts := startServer(t, &Options{TLS: set.ServerConfig(true), Authorizer: az})
 	ts.createTopic(t, "invoices", 1)
 	ts.createTopic(t, "payroll", 1)
-	cl := ts.client(t, kgo.DialTLSConfig(set.ClientConfig(true)), kgo.RequestRetries(0))
+	cl := ts.client(t, kgo.DialTLSConfig(set.ClientConfig(true)), kgo.RequestRetries(0), byName())
 
 	ok := seedRequest[*kmsg.ProduceResponse](t, cl, produceRequest(9, -1, "invoices", 0, testBatch(t, 1, 10)))
 	denied := seedRequest[*kmsg.ProduceResponse](t, cl, produceRequest(9, -1, "payroll", 0, testBatch(t, 1, 10)))

@@ -44,6 +44,9 @@ func TestProduce_DiskFull_StorageError(t *testing.T) {
 	req.Acks, req.TimeoutMillis = -1, 10_000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "orders"
+	if tp, err := db.Topic("orders"); err == nil {
+		rt.TopicID = tp.ID() // v13 names the topic by ID
+	}
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = b
 	rt.Partitions = append(rt.Partitions, rp)

@@ -142,7 +142,7 @@ func TestServe_DamagedPartitionFenced(t *testing.T) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10_000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "bad"
+	rt.Topic, rt.TopicID = "bad", topicIDOn(ctx, t, cl, "bad") // v13 names the topic by ID
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = 1, b
 	rt.Partitions = append(rt.Partitions, rp)

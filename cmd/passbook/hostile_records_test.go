@@ -72,10 +72,14 @@ func headerBombBatch(t testing.TB, n, claimed int) []byte {
 // produceRaw sends one batch to partition 0 of topic with acks=-1 and
 // returns the partition's error code.
 func produceRaw(ctx context.Context, cl *kgo.Client, topic string, b []byte) (int16, error) {
+	id, err := topicID(ctx, cl, topic) // Produce v13 names the topic by ID
+	if err != nil {
+		return 0, err
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10_000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = b
 	rt.Partitions = append(rt.Partitions, rp)
