@@ -329,6 +329,7 @@ func (tc *txnCoordinator) persistLocked(m *txnMeta, saved txnRecord) error {
 	return tc.persist(m, saved, true)
 }
 
+// persist is persistLocked, waiting for the fsync only with sync.
 func (tc *txnCoordinator) persist(m *txnMeta, saved txnRecord, sync bool) error {
 	m.updated = time.Now()
 	r := m.recordLocked()
@@ -340,11 +341,6 @@ func (tc *txnCoordinator) persist(m *txnMeta, saved txnRecord, sync bool) error 
 		return txnErr(kerr.CoordinatorNotAvailable, "the transaction log cannot be written: %v", err)
 	}
 	return nil
-}
-
-// persistLockedNoSync is persistLocked without waiting for the fsync.
-func (tc *txnCoordinator) persistLockedNoSync(m *txnMeta, saved txnRecord) error {
-	return tc.persist(m, saved, false)
 }
 
 // initProducer is InitProducerID with a transactional id (Kafka's
@@ -694,10 +690,12 @@ func (tc *txnCoordinator) complete(m *txnMeta) {
 	clear(m.parts)
 	clear(m.groups)
 	clear(m.offsets)
-	// Complete* is written without waiting for an fsync of its own (the
-	// next state's covers it): lost to a power cut, the transaction is
-	// found in Prepare* at the next start, and ended again the same way.
-	if err := tc.persistLockedNoSync(m, saved); err != nil {
+	// Complete* of a transaction without offsets is written without
+	// waiting for an fsync of its own (the next state's covers it): lost
+	// to a power cut, the transaction is found in Prepare* at the next
+	// start and ended again the same way. One with offsets waits: applied
+	// again after a power cut, they could undo a commit made since.
+	if err := tc.persist(m, saved, len(offs) > 0); err != nil {
 		m.writing = false // still Prepare*: the next sweep, or the next start, finishes it
 		return
 	}
