@@ -3,13 +3,17 @@ package passbook_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/storage"
+	"github.com/passbook-log/passbook/vfs"
 )
 
 func TestDB_AddPartitions(t *testing.T) {
@@ -172,5 +176,82 @@ func TestTopic_DeleteRecords(t *testing.T) {
 	tp, _ = db.Topic("trim")
 	if info := tp.Describe().Partitions[0]; info.StartOffset != 10 || info.Records != 0 {
 		t.Errorf("reopened: %+v", info)
+	}
+}
+
+// TestDB_AddPartitions_PowerLoss fails the i-th file operation of an
+// AddPartitions, i = 0, 1, 2 …, then cuts the power: the data directory
+// opens with the topic's old count or its new one — the new one whenever
+// AddPartitions returned — every partition it counts opens (none is
+// fenced), its records are there, and a second AddPartitions then
+// succeeds.
+func TestDB_AddPartitions_PowerLoss(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	for i := 0; ; i++ {
+		mem := vfs.NewMem()
+		dir := t.TempDir() // the offset store is on the OS
+		var armed atomic.Bool
+		faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: i, Sticky: true, Filter: func(vfs.Op) bool { return armed.Load() }})
+		db, err := passbook.Open(dir, &passbook.Options{FS: faulty})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic, err := db.CreateTopic("grow", passbook.TopicConfig{Partitions: 2, Durability: storage.Fsync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := topic.AppendTo(1, []passbook.Record{{Value: []byte("kept")}}, storage.DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		_, aerr := db.AddPartitions(context.Background(), "grow", 4)
+		done := faulty.Ops() <= i
+		if done && aerr != nil {
+			t.Fatalf("no fault injected, AddPartitions: %v", aerr)
+		}
+		crashed := mem.Crash(vfs.CrashOptions{Tear: true, Rand: rand.New(rand.NewPCG(uint64(seed), uint64(i)))})
+		db.Close()
+
+		db, err = passbook.Open(dir, &passbook.Options{FS: crashed})
+		if err != nil {
+			t.Fatalf("fault at op %d (AddPartitions: %v): open after the power loss: %v", i, aerr, err)
+		}
+		tp, err := db.Topic("grow")
+		if err != nil {
+			t.Fatalf("fault at op %d: %v", i, err)
+		}
+		n := tp.Partitions()
+		if aerr == nil && n != 4 || n != 2 && n != 4 {
+			t.Fatalf("fault at op %d: AddPartitions returned %v; %d partitions after the power loss", i, aerr, n)
+		}
+		for _, p := range tp.Describe().Partitions {
+			if p.Fenced != "" {
+				t.Fatalf("fault at op %d: partition %d fenced: %s", i, p.Partition, p.Fenced)
+			}
+		}
+		var got []string
+		for rec, err := range tp.Records(1, 0) {
+			if err != nil {
+				t.Fatalf("fault at op %d: %v", i, err)
+			}
+			got = append(got, string(rec.Value))
+		}
+		if len(got) != 1 || got[0] != "kept" {
+			t.Fatalf("fault at op %d: partition 1 holds %q", i, got)
+		}
+		if n == 2 {
+			if _, err := db.AddPartitions(context.Background(), "grow", 4); err != nil {
+				t.Fatalf("fault at op %d: AddPartitions again: %v", i, err)
+			}
+		}
+		db.Close()
+		if done {
+			if i < 5 {
+				t.Fatalf("AddPartitions finished after only %d operations", i)
+			}
+			t.Logf("AddPartitions took %d file operations, each failed in turn", i)
+			return
+		}
 	}
 }
