@@ -448,6 +448,10 @@ func (l *Log) swap(g *groupCleaner, group []*segment, cs *cleanerState) error {
 		s.drop()
 		return l.fail(fmt.Errorf("compaction: load cleaned segment %d (to offset %d, want %d): %w", g.base, s.next.Load(), g.end, err))
 	}
+	if err := l.txnMerge(s, group); err != nil { // txnrecover.go
+		s.drop()
+		return l.fail(err)
+	}
 	segs := slices.Concat(cur[:i], []*segment{s}, cur[i+len(group):])
 	l.segs.Store(&segs)
 	for _, old := range group {

@@ -369,3 +369,112 @@ func TestLog_WaitStable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// keyedTxnBatch is txnBatch with a key per record, for a compacted log.
+func keyedTxnBatch(t testing.TB, pid int64, seq int32, keys ...string) []byte {
+	t.Helper()
+	rs := make([]batch.Record, len(keys))
+	for i, k := range keys {
+		rs[i] = batch.Record{Key: []byte(k), Value: fmt.Appendf(nil, "p%d-s%d", pid, int(seq)+i)}
+	}
+	b, err := batch.Append(nil, rs, batch.Options{Idempotent: true, ProducerID: pid, BaseSequence: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const offAttributes, offCRC = 21, 17
+	binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])|batch.AttrTransactional)
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// TestLog_Txn_CompactionKeepsAbortedIndex: a compaction that merges
+// segments merges their aborted-transaction indexes, live and across a
+// reopen, and one cut short between writing the merged index and
+// removing the others' leaves Open to merge them.
+func TestLog_Txn_CompactionKeepsAbortedIndex(t *testing.T) {
+	mem := vfs.NewMem()
+	o := &Options{FS: mem, Compact: true, SegmentBytes: 1200}
+	l := mustOpen(t, "/p", o)
+	seq := int32(0)
+	for round := range 8 {
+		pid := int64(round + 1)
+		if _, err := l.AppendBatch(keyedTxnBatch(t, pid, 0, fmt.Sprintf("txn-%d", round)), DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+		// Plain records of one key: compaction empties the segments of
+		// all but the newest, so they merge.
+		for range 8 {
+			if _, err := l.Append([]batch.Record{{Key: []byte("hot"), Value: fmt.Appendf(nil, "v%d", seq)}}, DefaultDurability); err != nil {
+				t.Fatal(err)
+			}
+			seq++
+		}
+		typ := ControlCommit
+		if round%2 == 0 {
+			typ = ControlAbort
+		}
+		if _, err := l.AppendMarker(Marker{ProducerID: pid, Type: typ}, DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := l.AbortedTxns(0, l.Head())
+	if len(want) != 4 {
+		t.Fatalf("aborted %+v, want 4", want)
+	}
+	segs := l.SegmentCount()
+	for range 2 { // the second pass merges what the first shrank
+		if _, err := l.Compact(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.SegmentCount() >= segs {
+		t.Fatalf("%d segments after compaction, %d before: nothing merged", l.SegmentCount(), segs)
+	}
+	if got := l.AbortedTxns(0, l.Head()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after compaction: aborted %+v, want %+v", got, want)
+	}
+	committed := committedOffsets(t, l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/p", o)
+	if got := l.AbortedTxns(0, l.Head()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened after compaction: aborted %+v, want %+v", got, want)
+	}
+	if got := committedOffsets(t, l); !reflect.DeepEqual(got, committed) {
+		t.Fatalf("reopened after compaction: read_committed %v, want %v", got, committed)
+	}
+	l.Close()
+
+	// A swap cut short: the merged segment's index holds only its own
+	// aborts, the merged-away segments' indexes are still there.
+	names, _ := mem.ReadDir("/p")
+	var first string
+	for _, n := range names {
+		if filepath.Ext(n) == ".txnindex" {
+			first = n
+			break
+		}
+	}
+	b, _ := vfs.ReadFile(mem, "/p/"+first)
+	f, err := parseTxnFile(b, 0)
+	if err != nil || len(f.aborted) < 2 {
+		t.Fatalf("merged index %s: %+v, %v", first, f, err)
+	}
+	if err := mem.SetFileBytes("/p/"+first, encodeTxnFile(f.start, f.aborted[:1])); err != nil {
+		t.Fatal(err)
+	}
+	orphan := encodeTxnFile(nil, f.aborted[1:])
+	base := f.aborted[0].LastOffset // inside the merged segment, after its first marker
+	if err := vfs.WriteFileAtomic(mem, "/p", filepath.Base(txnIndexPath("/p", base)), orphan); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/p", o)
+	defer l.Close()
+	if got := l.AbortedTxns(0, l.Head()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened after a swap cut short: aborted %+v, want %+v", got, want)
+	}
+	if _, err := mem.Stat(txnIndexPath("/p", base)); err == nil {
+		t.Fatal("the merged-away index is still there")
+	}
+}

@@ -44,13 +44,9 @@ func (l *Log) loadTxns(segs []*segment) error {
 		}
 		present[b] = true
 	}
-	// An index whose segment retention or compaction removed.
-	for b := range present {
-		if !slices.ContainsFunc(segs, func(s *segment) bool { return s.base == b }) {
-			if err := l.fs.Remove(txnIndexPath(l.dir, b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("remove stale transaction index: %w", err)
-			}
-		}
+	// Indexes of segments retention or compaction removed.
+	if err := l.txnMergeOrphans(segs, present); err != nil {
+		return err
 	}
 	files := make([]*txnFile, len(segs)) // nil: missing or damaged
 	damaged := make([]bool, len(segs))
@@ -248,4 +244,108 @@ func (l *Log) txnScanSegment(s *segment, start []OpenTxn) ([]OpenTxn, []AbortedT
 	}
 	slices.SortFunc(out, func(a, b OpenTxn) int { return cmpInt64(a.FirstOffset, b.FirstOffset) })
 	return out, aborted, nil
+}
+
+// txnMerge gives the segment s, which a compaction swap made from the
+// segments of group (s's base is the first's), their transaction
+// bookkeeping: the first's open transactions at its base and every
+// abort, written to s's .txnindex before the others' are removed (a crash
+// in between leaves them for Open, which merges them the same way).
+func (l *Log) txnMerge(s *segment, group []*segment) error {
+	has := false
+	var aborted []AbortedTxn
+	for _, g := range group {
+		has = has || g.txn.has
+		aborted = append(aborted, g.txn.abortedList()...)
+	}
+	if !has {
+		return nil
+	}
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, filepath.Base(txnIndexPath(l.dir, s.base)), encodeTxnFile(group[0].txn.start, aborted)); err != nil {
+		return fmt.Errorf("compaction: write the transaction index of segment %d: %w", s.base, err)
+	}
+	s.txn.has, s.txn.start = true, group[0].txn.start
+	if len(aborted) > 0 {
+		s.txn.aborted.Store(&aborted)
+	}
+	for _, g := range group[1:] {
+		if err := l.fs.Remove(txnIndexPath(l.dir, g.base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("compaction: remove the transaction index of segment %d: %w", g.base, err)
+		}
+	}
+	return nil
+}
+
+// txnMergeOrphans folds the .txnindex files of segments a compaction
+// swap removed (their base inside another segment) into that segment's,
+// at Open, and removes them; an index whose base is in no segment (its
+// segment deleted by retention) is removed. present holds the bases of
+// the .txnindex files; it is updated.
+func (l *Log) txnMergeOrphans(segs []*segment, present map[int64]bool) error {
+	into := map[int64][]int64{} // segment base → orphan bases inside it
+	var gone []int64
+	for b := range present {
+		i, found := slices.BinarySearchFunc(segs, b, func(s *segment, b int64) int { return cmpInt64(s.base, b) })
+		if found {
+			continue
+		}
+		if i > 0 && b < segs[i-1].next.Load() && present[segs[i-1].base] {
+			into[segs[i-1].base] = append(into[segs[i-1].base], b)
+		} else {
+			gone = append(gone, b)
+		}
+	}
+	for base, orphans := range into {
+		slices.Sort(orphans)
+		b, err := vfs.ReadFile(l.fs, txnIndexPath(l.dir, base))
+		if err != nil {
+			return fmt.Errorf("read transaction index: %w", err)
+		}
+		f, err := parseTxnFile(b, base)
+		if err != nil {
+			// Damaged: Open rebuilds it from the segment, which holds
+			// every marker the orphans indexed.
+			gone = append(gone, orphans...)
+			continue
+		}
+		aborted, damaged := f.aborted, false
+		for _, o := range orphans {
+			ob, err := vfs.ReadFile(l.fs, txnIndexPath(l.dir, o))
+			if err != nil {
+				return fmt.Errorf("read transaction index: %w", err)
+			}
+			of, err := parseTxnFile(ob, o)
+			if err != nil {
+				// Its segment's markers are in base's segment now: a
+				// rebuild of that one finds them.
+				l.o.Logger.Warn("damaged transaction index of a compacted segment; rebuilding", "segment", base, "index", o, "reason", err)
+				damaged = true
+				break
+			}
+			for _, a := range of.aborted {
+				if !slices.Contains(aborted, a) {
+					aborted = append(aborted, a)
+				}
+			}
+		}
+		if damaged {
+			// Force the rebuild: no valid index for base.
+			if err := l.fs.Remove(txnIndexPath(l.dir, base)); err != nil {
+				return fmt.Errorf("remove damaged transaction index: %w", err)
+			}
+		} else {
+			slices.SortFunc(aborted, func(a, b AbortedTxn) int { return cmpInt64(a.LastOffset, b.LastOffset) })
+			if err := vfs.WriteFileAtomic(l.fs, l.dir, filepath.Base(txnIndexPath(l.dir, base)), encodeTxnFile(f.start, aborted)); err != nil {
+				return fmt.Errorf("merge transaction indexes: %w", err)
+			}
+		}
+		gone = append(gone, orphans...)
+	}
+	for _, b := range gone {
+		if err := l.fs.Remove(txnIndexPath(l.dir, b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale transaction index: %w", err)
+		}
+		delete(present, b)
+	}
+	return nil
 }
