@@ -1,13 +1,18 @@
 package passbook_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,4 +259,137 @@ func TestDB_AddPartitions_PowerLoss(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestDB_AddPartitions_Kill9 runs a child process that grows a topic one
+// partition at a time and moves partition 0's log start offset up behind
+// its appends, printing each count and start once acknowledged, and kills
+// it with SIGKILL at random moments: after each kill the directory opens
+// with at least the count and start printed (at most one partition more:
+// the one being added when the kill came), no partition fenced, and
+// verify finds no problem.
+func TestDB_AddPartitions_Kill9(t *testing.T) {
+	if dir := os.Getenv("PASSBOOK_ADDPARTITIONS_CHILD"); dir != "" {
+		addPartitionsChild(dir)
+		return
+	}
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	dir := t.TempDir()
+	count, start := 1, int64(0) // acknowledged
+	for round := range 8 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDB_AddPartitions_Kill9$")
+		cmd.Env = append(os.Environ(), "PASSBOOK_ADDPARTITIONS_CHILD="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		acks := make(chan string, 1024)
+		go func() {
+			defer close(acks)
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				acks <- sc.Text()
+			}
+		}()
+		note := func(line string) {
+			var n int64
+			if _, err := fmt.Sscanf(line, "partitions %d", &n); err == nil {
+				count = max(count, int(n))
+			} else if _, err := fmt.Sscanf(line, "start %d", &n); err == nil {
+				start = max(start, n)
+			}
+		}
+		first, ok := <-acks
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("round %d: the child acknowledged nothing: %s", round, stderr.String())
+		}
+		note(first)
+		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL) // this test's own child
+		for line := range acks {
+			note(line)
+		}
+		cmd.Wait()
+
+		db, err := passbook.Open(dir, nil)
+		if err != nil {
+			t.Fatalf("round %d: open after SIGKILL: %v", round, err)
+		}
+		tp, err := db.Topic("grow")
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		info := tp.Describe()
+		if n := len(info.Partitions); n < count || n > count+1 {
+			t.Fatalf("round %d: %d partitions after SIGKILL; %d were acknowledged", round, n, count)
+		}
+		if info.Partitions[0].StartOffset < start {
+			t.Fatalf("round %d: partition 0 starts at %d; %d was acknowledged", round, info.Partitions[0].StartOffset, start)
+		}
+		for _, p := range info.Partitions {
+			if p.Fenced != "" {
+				t.Fatalf("round %d: partition %d fenced: %s", round, p.Partition, p.Fenced)
+			}
+		}
+		t.Logf("round %d: %d partitions acknowledged, %d after SIGKILL; start %d acknowledged, %d after", round, count, len(info.Partitions), start, info.Partitions[0].StartOffset)
+		count = len(info.Partitions)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := passbook.Verify(dir, nil); err != nil || !r.OK() {
+			t.Fatalf("round %d: verify: %v %+v", round, err, r)
+		}
+	}
+}
+
+// addPartitionsChild grows topic grow of the data directory dir by one
+// partition at a time, and appends to partition 0 and deletes its
+// records below the last, printing each count and start once they
+// returned.
+func addPartitionsChild(dir string) {
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	db, err := passbook.Open(dir, nil)
+	if err != nil {
+		fail(err)
+	}
+	tp, err := db.Topic("grow")
+	if errors.Is(err, passbook.ErrUnknownTopic) {
+		tp, err = db.CreateTopic("grow", passbook.TopicConfig{Partitions: 1})
+	}
+	if err != nil {
+		fail(err)
+	}
+	w := bufio.NewWriterSize(os.Stdout, 64)
+	for n := tp.Partitions() + 1; n <= passbook.MaxPartitions; n++ {
+		if tp, err = db.AddPartitions(context.Background(), "grow", n); err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(w, "partitions %d\n", n)
+		w.Flush()
+		off, err := tp.AppendTo(0, []passbook.Record{{Value: []byte("r")}, {Value: []byte("r")}}, storage.DefaultDurability)
+		if err != nil {
+			fail(err)
+		}
+		start, err := tp.DeleteRecords(0, off+1)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(w, "start %d\n", start)
+		w.Flush()
+	}
+	os.Exit(0)
 }
