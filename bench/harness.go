@@ -143,7 +143,7 @@ stopping each peer server itself on 127.0.0.1 with a fresh data directory.
 
 `
 
-var allPeers = []string{"wal", "kfake", "nats", "redis", "rabbitmq"}
+var allPeers = []string{"wal", "kfake", "kafka", "nats", "redis", "rabbitmq"}
 
 func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -268,6 +268,8 @@ type results struct {
 	loadAvg    [2]string // before and after
 	loadDuring stats     // the 1-minute load average, sampled every 5 s
 	machine    []string
+	usage      map[string][]serverUsage // by system name, a trial each
+	work       map[string]int           // records measured, by system name, over the trials
 }
 
 func (r *results) cell(s *system, w workload) *cell {
@@ -289,7 +291,8 @@ func (h *harness) run(ctx context.Context, tmp string) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &results{h: h, systems: systems, cells: map[string]map[workload]*cell{}, started: time.Now(), machine: machine(h.dir)}
+	r := &results{h: h, systems: systems, cells: map[string]map[workload]*cell{}, started: time.Now(), machine: machine(h.dir),
+		usage: map[string][]serverUsage{}, work: map[string]int{}}
 	r.loadAvg[0] = loadAvg()
 	// Sample the 1-minute load average while the run goes.
 	sampling := make(chan struct{})
@@ -400,6 +403,18 @@ func (h *harness) runTrial(ctx context.Context, r *results, trial int, tmp strin
 			h.measure(ctx, r, st, w, trial)
 		}
 	}
+	// What each server process cost over the trial, read before it stops.
+	for _, st := range up {
+		u, ok := st.t.(usageReporter)
+		if !ok {
+			continue
+		}
+		if us, err := u.serverUsage(); err != nil {
+			fmt.Fprintf(h.stderr, "trial %d: %s: resources: %v\n", trial+1, st.s.name, err)
+		} else {
+			r.usage[st.s.name] = append(r.usage[st.s.name], us)
+		}
+	}
 	return nil
 }
 
@@ -423,6 +438,7 @@ func (h *harness) measure(ctx context.Context, r *results, st started, w workloa
 		return
 	}
 	c.trials = append(c.trials, m)
+	r.work[s.name] += m.records
 	if w == wLatency {
 		fmt.Fprintf(h.stderr, "trial %d: %s: %s: p50 %v p99 %v p99.9 %v (%s records)\n", trial+1, s.name, w.key(),
 			percentile(m.lat, 0.5), percentile(m.lat, 0.99), percentile(m.lat, 0.999), commas(int64(len(m.lat))))

@@ -48,6 +48,7 @@ func passbookKafka(ctx context.Context, bin string, buildErr error) *system {
 				return nil, err
 			}
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			began := time.Now()
 			p, err := startProc("passbook serve", filepath.Join(dir, "serve.log"), nil,
 				bin, "serve", "--data", filepath.Join(dir, "data"), "--kafka", addr)
 			if err != nil {
@@ -57,7 +58,8 @@ func passbookKafka(ctx context.Context, bin string, buildErr error) *system {
 				p.stop(5 * time.Second)
 				return nil, err
 			}
-			return &kafkaTarget{addr: addr, stopServer: func() error { p.stop(30 * time.Second); return nil }, filled: map[string]int{}}, nil
+			t := &kafkaTarget{addr: addr, stopServer: func() error { p.stop(30 * time.Second); return nil }, filled: map[string]int{}}
+			return t, t.started(ctx, p, began)
 		},
 	}
 	if buildErr != nil {
@@ -132,6 +134,7 @@ func startKfake(ctx context.Context, dir string, durable bool) (target, error) {
 		return nil, err
 	}
 	addrFile := filepath.Join(dir, "addr")
+	began := time.Now()
 	p, err := startProc("kfake", filepath.Join(dir, "kfake.log"), nil, exe, kfakeCommand, "-addr-file", addrFile,
 		"-data", filepath.Join(dir, "kfake"), fmt.Sprintf("-durable=%t", durable))
 	if err != nil {
@@ -150,7 +153,8 @@ func startKfake(ctx context.Context, dir string, durable bool) (target, error) {
 		p.stop(5 * time.Second)
 		return nil, err
 	}
-	return &kafkaTarget{addr: addr, stopServer: func() error { p.stop(10 * time.Second); return nil }, filled: map[string]int{}}, nil
+	t := &kafkaTarget{addr: addr, stopServer: func() error { p.stop(10 * time.Second); return nil }, filled: map[string]int{}}
+	return t, t.started(ctx, p, began)
 }
 
 // runKfake is the _kfake child: serve a cluster until SIGTERM.
@@ -185,6 +189,7 @@ type kafkaTarget struct {
 	addr       string
 	stopServer func() error
 	filled     map[string]int
+	server     *serverProc // nil for a server the harness did not start
 }
 
 func (t *kafkaTarget) close() error { return t.stopServer() }

@@ -165,6 +165,7 @@ func (r *results) markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	r.usageTable(&b)
 	b.WriteString(method(p))
 	return b.String()
 }
@@ -308,6 +309,15 @@ func (r *results) targets(b *strings.Builder) {
 	for _, n := range []string{"NATS JetStream", "Redis Streams (appendfsync everysec)", "RabbitMQ Streams"} {
 		add(targetClaim{"Kafka-protocol end-to-end p99 below " + n + "'s", pbKafka, n, wLatency, wLatency, 1, true})
 	}
+	// Apache Kafka itself (issue 20), on the same franz-go workloads.
+	const kafkaDefaults, kafkaFsync = "Apache Kafka (KRaft, defaults)", "Apache Kafka (KRaft, flush.messages=1)"
+	add(targetClaim{"Kafka-protocol produce, one at a time ≥ Apache Kafka", pbKafka, kafkaDefaults, wSingle, wSingle, 1, false})
+	add(targetClaim{"Kafka-protocol produce, batched ≥ Apache Kafka", pbKafka, kafkaDefaults, wBatch, wBatch, 1, false})
+	add(targetClaim{"Kafka-protocol durable produce (fsync) ≥ Apache Kafka with flush.messages=1", pbKafka, kafkaFsync, wDurable, wDurable, 1, false})
+	add(targetClaim{"Kafka-protocol replay ≥ Apache Kafka", pbKafka, kafkaDefaults, wReplay, wReplay, 1, false})
+	add(targetClaim{"Kafka-protocol commit after every record ≥ Apache Kafka", pbKafka, kafkaDefaults, wCommit, wCommit, 1, false})
+	add(targetClaim{"Kafka-protocol end-to-end p99 below Apache Kafka's", pbKafka, kafkaDefaults, wLatency, wLatency, 1, true})
+	add(targetClaim{"Kafka-protocol 1 KiB records ≥ Apache Kafka", pbKafka, kafkaDefaults, wKiB, wKiB, 1, false})
 	if len(claims) == 0 {
 		return
 	}
@@ -359,4 +369,41 @@ func (r *results) withFigures(w workload) []*system {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// usageTable shows what each server process cost: the time from exec to
+// its first acknowledged record, its resident memory after the trial's
+// workloads, and its CPU time over the trial per million records measured.
+func (r *results) usageTable(b *strings.Builder) {
+	var rows []string
+	for _, s := range r.systems {
+		us := r.usage[s.name]
+		if len(us) == 0 {
+			continue
+		}
+		var first, rss, cpu []float64
+		var cpuTotal time.Duration
+		for _, u := range us {
+			first = append(first, u.firstProduce.Seconds())
+			rss = append(rss, float64(u.rss)/(1<<20))
+			cpu = append(cpu, u.cpu.Seconds())
+			cpuTotal += u.cpu
+		}
+		perM := "—"
+		if n := r.work[s.name]; n > 0 {
+			perM = fmt.Sprintf("%.2f", cpuTotal.Seconds()/float64(n)*1e6)
+		}
+		f, m, c := summarize(first), summarize(rss), summarize(cpu)
+		rows = append(rows, fmt.Sprintf("| %s | %.2f s | %s MiB | %.1f s | %s |", s.name, f.median, commas(int64(m.median)), c.median, perM))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("### What each server costs\n\n")
+	b.WriteString("Per trial, median over the trials. **Start → first record**: from exec to the first produce acknowledged with acks=all (startup, topic creation and the first fsync where there is one). **RSS**: the server's resident memory after the trial's workloads. **CPU**: the server's user + system CPU time over the trial (startup, the untimed fills and every workload); **per 1M records** divides the CPU time of all trials by all the records the workloads measured (appended, read or committed). Servers the harness does not start as one process are left out.\n\n")
+	b.WriteString("| server | start → first record | RSS after the run | CPU over the trial | CPU s per 1M records |\n|---|---:|---:|---:|---:|\n")
+	for _, row := range rows {
+		b.WriteString(row + "\n")
+	}
+	b.WriteString("\n")
 }

@@ -54,10 +54,15 @@ func TestPeers_Quick(t *testing.T) {
 		}
 	}
 	// Every peer is in the report: with figures, or with its reason.
-	for _, name := range []string{"tidwall/wal", "franz-go kfake (in memory)", "NATS JetStream", "Redis Streams (appendfsync everysec)", "RabbitMQ Streams", "the course's Python lab"} {
+	for _, name := range []string{"tidwall/wal", "franz-go kfake (in memory)", "Apache Kafka (KRaft, defaults)", "Apache Kafka (KRaft, flush.messages=1)", "NATS JetStream", "Redis Streams (appendfsync everysec)", "RabbitMQ Streams", "the course's Python lab"} {
 		if !strings.Contains(report, "| "+name+" |") {
 			t.Errorf("report does not mention %s", name)
 		}
+	}
+	// The servers' costs: passbook serve's row is there, with a start
+	// time and a resident set.
+	if !strings.Contains(report, "### What each server costs") || !strings.Contains(report, "| passbook (Kafka protocol) | ") {
+		t.Errorf("report lacks the table of what each server costs")
 	}
 	b, err := os.ReadFile(md)
 	if err != nil {

@@ -29,6 +29,9 @@ func (h *harness) systems(ctx context.Context, tmp string) ([]*system, error) {
 	}
 	add("wal", walSystem())
 	add("kfake", kfakeSystem(false), kfakeSystem(true))
+	if h.peers["kafka"] {
+		add("kafka", apacheKafka(ctx)...)
+	}
 	add("nats", natsSystem(h.natsServer, false), natsSystem(h.natsSync, true))
 	add("redis", redisSystem(false), redisSystem(true))
 	add("rabbitmq", rabbitSystem())
