@@ -3,8 +3,10 @@ package kafka
 import (
 	"testing"
 
+	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -461,4 +463,72 @@ func TestTopicIDs_RecreatedTopic(t *testing.T) {
 	if mt := rc.do(metadataByIDs(13, recreated)).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != 0 || *mt.Topic != "orders" {
 		t.Errorf("metadata by the new ID: %+v", mt)
 	}
+}
+
+// TestTopicIDs_ACLs: by ID, an unknown ID is UNKNOWN_TOPIC_ID whatever
+// the ACLs (it names no topic to check them on); a topic the client may
+// not Describe is TOPIC_AUTHORIZATION_FAILED with its ID and no name (IDs
+// are not secret, names are); one it may Describe but not read or
+// delete is TOPIC_AUTHORIZATION_FAILED with its name, as Kafka answers.
+func TestTopicIDs_ACLs(t *testing.T) {
+	w := newACLWorld(t)
+	w.grant(t, topicACL(acl.Literal, "orders", acl.Describe))
+	alice := w.ts.plainClient(t, "alice", kgo.RequestRetries(0)) // the newest versions: by ID
+	id := func(name string) [16]byte {
+		tp, err := w.ts.db.Topic(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp.ID()
+	}
+	orders, other := id("orders"), id("other")
+
+	t.Run("Metadata", func(t *testing.T) {
+		resp := seedRequest[*kmsg.MetadataResponse](t, alice, metadataByIDs(13, orders, other, unknownID))
+		if len(resp.Topics) != 3 {
+			t.Fatalf("%+v", resp.Topics)
+		}
+		if mt := resp.Topics[0]; mt.ErrorCode != 0 || mt.Topic == nil || *mt.Topic != "orders" || mt.TopicID != orders {
+			t.Errorf("orders (Describe): %+v", mt)
+		}
+		if mt := resp.Topics[1]; mt.ErrorCode != kerr.TopicAuthorizationFailed.Code || mt.Topic != nil || mt.TopicID != other || len(mt.Partitions) != 0 {
+			t.Errorf("other (no ACL): %+v", mt)
+		}
+		if mt := resp.Topics[2]; mt.ErrorCode != kerr.UnknownTopicID.Code || mt.Topic != nil {
+			t.Errorf("unknown ID: %+v", mt)
+		}
+	})
+	t.Run("Fetch", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			id   [16]byte
+			want int16
+		}{
+			{"Describe is not Read", orders, kerr.TopicAuthorizationFailed.Code},
+			{"an unknown ID", unknownID, kerr.UnknownTopicID.Code},
+		} {
+			p := seedRequest[*kmsg.FetchResponse](t, alice, fetchByID(18, tc.id, 0)).Topics[0].Partitions[0]
+			if p.ErrorCode != tc.want {
+				t.Errorf("%s: error %d, want %d", tc.name, p.ErrorCode, tc.want)
+			}
+		}
+	})
+	t.Run("DeleteTopics", func(t *testing.T) {
+		resp := seedRequest[*kmsg.DeleteTopicsResponse](t, alice, deleteByIDs(
+			kmsg.DeleteTopicsRequestTopic{TopicID: orders}, kmsg.DeleteTopicsRequestTopic{TopicID: other}))
+		if len(resp.Topics) != 2 {
+			t.Fatalf("%+v", resp.Topics)
+		}
+		if dt := resp.Topics[0]; dt.ErrorCode != kerr.TopicAuthorizationFailed.Code || dt.Topic == nil || *dt.Topic != "orders" {
+			t.Errorf("orders (Describe, not Delete): %+v", dt)
+		}
+		if dt := resp.Topics[1]; dt.ErrorCode != kerr.TopicAuthorizationFailed.Code || dt.Topic != nil || dt.TopicID != other {
+			t.Errorf("other (no ACL): %+v", dt)
+		}
+		for _, name := range []string{"orders", "other"} {
+			if _, err := w.ts.db.Topic(name); err != nil {
+				t.Errorf("%s deleted: %v", name, err)
+			}
+		}
+	})
 }
