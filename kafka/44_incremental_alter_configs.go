@@ -57,7 +57,7 @@ func (c *conn) alterResource(ctx context.Context, rt kmsg.ConfigResourceType, na
 		for _, o := range ops {
 			names = append(names, o.name)
 		}
-		return kerr.InvalidRequest.Code, errorMessage(fmt.Errorf("Cannot update these configs dynamically: Set(%s): passbook's broker configs are serve's flags, fixed while it runs (restart it with new flags)", strings.Join(names, ", ")))
+		return kerr.InvalidRequest.Code, errorMessage(ruleErr("Cannot update these configs dynamically: Set(%s): passbook's broker configs are serve's flags, fixed while it runs (restart it with new flags)", strings.Join(names, ", ")))
 	case kmsg.ConfigResourceTypeTopic:
 	default:
 		return kerr.InvalidRequest.Code, errorMessage(fmt.Errorf("resource type %v: only topics and the broker have configs", rt))
@@ -68,7 +68,7 @@ func (c *conn) alterResource(ctx context.Context, rt kmsg.ConfigResourceType, na
 	seen := map[string]bool{}
 	for _, o := range ops {
 		if seen[o.name] {
-			return kerr.InvalidRequest.Code, errorMessage(fmt.Errorf("Error due to duplicate config keys: %s", o.name))
+			return kerr.InvalidRequest.Code, errorMessage(ruleErr("Error due to duplicate config keys: %s", o.name))
 		}
 		seen[o.name] = true
 	}

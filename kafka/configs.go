@@ -358,10 +358,19 @@ func checkCompactionLags(c passbook.TopicConfig) error {
 
 // The validators: each returns Kafka's wording of the rule a value broke.
 
+// ruleError is a broken rule in Kafka's words, capitalized as Kafka
+// writes them: clients show them after "Invalid value X for
+// configuration Y: ".
+type ruleError string
+
+func (e ruleError) Error() string { return string(e) }
+
+func ruleErr(format string, args ...any) error { return ruleError(fmt.Sprintf(format, args...)) }
+
 func parseLong(v string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("Not a number of type LONG")
+		return 0, ruleErr("Not a number of type LONG")
 	}
 	return n, nil
 }
@@ -377,7 +386,7 @@ func longAtLeast(lo int64) func(string) error {
 			return err
 		}
 		if n < lo {
-			return fmt.Errorf("Value must be at least %d", lo)
+			return ruleErr("Value must be at least %d", lo)
 		}
 		return nil
 	}
@@ -387,13 +396,13 @@ func intBetween(lo, hi int64) func(string) error {
 	return func(v string) error {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		if err != nil {
-			return fmt.Errorf("Not a number of type INT")
+			return ruleErr("Not a number of type INT")
 		}
 		if n < lo {
-			return fmt.Errorf("Value must be at least %d", lo)
+			return ruleErr("Value must be at least %d", lo)
 		}
 		if n > hi {
-			return fmt.Errorf("Value must be no more than %d", hi)
+			return ruleErr("Value must be no more than %d", hi)
 		}
 		return nil
 	}
@@ -404,7 +413,7 @@ func gzipLevel(v string) error {
 		return err
 	}
 	if n := mustLong(v); n != -1 && (n < 1 || n > 9) {
-		return fmt.Errorf("Value must be between 1 and 9, or -1 for the default")
+		return ruleErr("Value must be between 1 and 9, or -1 for the default")
 	}
 	return nil
 }
@@ -413,13 +422,13 @@ func doubleBetween(lo, hi float64) func(string) error {
 	return func(v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || math.IsNaN(f) {
-			return fmt.Errorf("Not a number of type DOUBLE")
+			return ruleErr("Not a number of type DOUBLE")
 		}
 		if f < lo {
-			return fmt.Errorf("Value must be at least %v", lo)
+			return ruleErr("Value must be at least %v", lo)
 		}
 		if f > hi {
-			return fmt.Errorf("Value must be no more than %v", hi)
+			return ruleErr("Value must be no more than %v", hi)
 		}
 		return nil
 	}
@@ -430,7 +439,7 @@ func boolean(v string) error {
 	case "true", "false":
 		return nil
 	}
-	return fmt.Errorf("Expected value to be either true or false")
+	return ruleErr("Expected value to be either true or false")
 }
 
 func stringIn(valid ...string) func(string) error {
@@ -438,7 +447,7 @@ func stringIn(valid ...string) func(string) error {
 		if slices.Contains(valid, v) {
 			return nil
 		}
-		return fmt.Errorf("String must be one of: %s", strings.Join(valid, ", "))
+		return ruleErr("String must be one of: %s", strings.Join(valid, ", "))
 	}
 }
 
@@ -457,11 +466,11 @@ func listIn(valid ...string) func(string) error {
 	return func(v string) error {
 		items := splitList(v)
 		if len(items) == 0 {
-			return fmt.Errorf("Configuration must not be empty; valid values are: %s", strings.Join(valid, ", "))
+			return ruleErr("Configuration must not be empty; valid values are: %s", strings.Join(valid, ", "))
 		}
 		for _, p := range items {
 			if !slices.Contains(valid, p) {
-				return fmt.Errorf("Invalid value %s; valid values are: %s", p, strings.Join(valid, ", "))
+				return ruleErr("Invalid value %s; valid values are: %s", p, strings.Join(valid, ", "))
 			}
 		}
 		return nil
@@ -480,7 +489,7 @@ func throttledReplicas(v string) error {
 		_, errA := strconv.ParseInt(strings.TrimSpace(a), 10, 32)
 		_, errB := strconv.ParseInt(strings.TrimSpace(b), 10, 32)
 		if !ok || errA != nil || errB != nil {
-			return fmt.Errorf("must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+			return ruleErr("must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
 		}
 	}
 	return nil

@@ -101,12 +101,3 @@ func (k *brokerConfigKey) value(s *Server) (string, bool) {
 	}
 	return v, v == k.def(defaults)
 }
-
-func findBrokerConfig(name string) *brokerConfigKey {
-	for i := range brokerConfigs {
-		if brokerConfigs[i].name == name {
-			return &brokerConfigs[i]
-		}
-	}
-	return nil
-}
