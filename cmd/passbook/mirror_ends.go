@@ -652,11 +652,14 @@ func (k *kafkaEnd) read(ctx context.Context, at tp, from, to int64) ([]batch.Rec
 // records land in order, once each, however the client retries. It is
 // not cancelled with the command: what was sent is waited for (within
 // produceTimeout), so that a Ctrl-C leaves a map that says where it is.
+// The bound is the context's, not kgo.RecordDeliveryTimeout: kgo counts
+// that from each record's timestamp, and a mirrored record keeps its
+// source's, so a retry of any record older than the bound would fail.
 func (k *kafkaEnd) write(_ context.Context, recs map[tp][]batch.Record) (map[tp][]int64, error) {
 	if k.prod == nil {
 		c, err := k.b.dial(context.Background(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerBatchMaxBytes(max(1_000_000, k.batchMax)), kgo.MaxBufferedRecords(1_000_000), kgo.MaxBufferedBytes(512<<20),
-			kgo.RecordDeliveryTimeout(produceTimeout), kgo.ProducerLinger(0))
+			kgo.ProducerLinger(0))
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -586,4 +587,118 @@ func TestMirror_BadFlags(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("bad command lines left %d entries in the working directory", len(entries))
 	}
+}
+
+// TestScaleOut_Road is docs/scale-out.md, step by step, with the same
+// commands: passbook serve runs with a topic, a producer and a consumer
+// group; the mirror follows it to a three-broker cluster; the consumer
+// is stopped, its commit waited for on the cluster and started there (it
+// reads exactly what it had not); the producer is stopped, the heads
+// waited for, and it produces to the cluster; lag on the cluster says
+// so; SIGTERM ends the mirror.
+func TestScaleOut_Road(t *testing.T) {
+	quickExit(t)
+	srv := startServe(t)
+	local := []string{"--brokers", srv.kafkaAddr}
+	cluster := kfakeBrokers(t)
+	remote := []string{"--brokers", cluster}
+	run := func(b []string, stdin string, args ...string) string {
+		t.Helper()
+		stdout, stderr, code := runBinary(t, "", stdin, append(slices.Clip(args), b...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		return stdout
+	}
+	lines := func(from, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "order-%05d\n", from+i)
+		}
+		return b.String()
+	}
+	run(local, "", "topic", "create", "orders", "--partitions", "3")
+	run(local, lines(0, 3000), "produce", "orders")
+	run(local, "", "consume", "orders", "--consumer", "billing", "--max", "1000")
+
+	// 0. The cluster answers.
+	run(remote, "", "topic", "list")
+	// 1. The mirror, following the running server.
+	state := filepath.Join(t.TempDir(), "mirror-state")
+	cmd, stdout, stderr := mirrorProcess(t, "mirror", "--from", srv.kafkaAddr, "--to", cluster, "--groups", "--follow", "--state", state)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGKILL) })
+	run(local, lines(3000, 500), "produce", "orders") // producers carry on meanwhile
+
+	// 2. The consumer: stopped (its run above ended); its commit on the
+	// cluster once the mirror has carried it, the same as on passbook
+	// (the offsets are identical); then started against the cluster.
+	lagOf := func(b []string) string {
+		var rows []struct {
+			Partition int32 `json:"partition"`
+			Committed int64 `json:"committed"`
+		}
+		out, _, code := runBinary(t, "", "", append([]string{"lag", "--consumer", "billing", "--topic", "orders", "--json"}, b...)...)
+		if code != 0 {
+			return "" // none yet: the mirror has not carried it
+		}
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			t.Fatalf("lag --json: %v: %s", err, out)
+		}
+		return fmt.Sprint(rows)
+	}
+	want := lagOf(local)
+	waitFor(t, 90*time.Second, "billing's commit on the cluster", func() bool { return lagOf(remote) == want })
+	moved := run(remote, "", "consume", "orders", "--consumer", "billing")
+	stayed := run(local, "", "consume", "orders", "--consumer", "billing-check", "--from", "earliest")
+	all := strings.Split(strings.TrimSpace(stayed), "\n")
+	got := strings.Split(strings.TrimSpace(moved), "\n")
+	if len(all) != 3500 || len(got) != 2500 {
+		t.Fatalf("the moved consumer read %d records of the %d, want the 2,500 it had not read", len(got), len(all))
+	}
+
+	// 3. The producers: stopped; the heads the same on both; then
+	// producing to the cluster.
+	heads := func(b []string) string {
+		var info struct {
+			Partitions []struct {
+				Head int64 `json:"head"`
+			} `json:"partitions"`
+		}
+		out := run(b, "", "topic", "describe", "orders", "--json")
+		if err := json.Unmarshal([]byte(out), &info); err != nil {
+			t.Fatalf("topic describe --json: %v: %s", err, out)
+		}
+		return fmt.Sprint(info.Partitions)
+	}
+	wantHeads := heads(local)
+	waitFor(t, 90*time.Second, "the cluster's heads to be passbook's", func() bool { return heads(remote) == wantHeads })
+	run(remote, lines(3500, 100), "produce", "orders")
+
+	// 4. Lag on the cluster: billing is 100 behind, the records produced
+	// there.
+	var rows []struct {
+		Lag int64 `json:"lag"`
+	}
+	if err := json.Unmarshal([]byte(run(remote, "", "lag", "--consumer", "billing", "--json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	var lag int64
+	for _, r := range rows {
+		lag += r.Lag
+	}
+	if lag != 100 {
+		t.Errorf("billing's lag on the cluster: %d, want 100", lag)
+	}
+
+	// 5. Stop the mirror.
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil {
+		t.Fatalf("mirror after SIGTERM: %v: %s", err, stderr)
+	}
+	if !strings.Contains(stdout.String(), "orders  3") || !strings.Contains(stdout.String(), "identical") {
+		t.Errorf("the mirror's summary:\n%s", stdout)
+	}
+	t.Logf("mirror's stderr: %s\nsummary:\n%s", stderr, stdout)
 }

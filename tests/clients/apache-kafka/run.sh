@@ -59,8 +59,8 @@ kill_round() {
 	wait "$pid" 2>/dev/null
 	return 0
 }
-check "mirror killed with SIGKILL at 1.5 s" kill_round 1.5
-check "mirror killed with SIGKILL at 3 s" kill_round 3
+check "mirror killed with SIGKILL at 0.4 s" kill_round 0.4
+check "mirror killed with SIGKILL at 0.9 s" kill_round 0.9
 mirrored() {
 	local began=$SECONDS
 	pb "${mirror[@]}" >"$work/mirror.out" 2>"$work/mirror.err" || { cat "$work/mirror.err"; return 1; }
