@@ -185,6 +185,14 @@ func (l *Log) compactLocked(ctx context.Context) (st CompactStats, err error) {
 		return st, nil
 	}
 	end := closed[len(closed)-1].next.Load() // the active segment's base
+	if lsoEnd := txnCleanEnd(closed, l.LastStableOffset()); lsoEnd < end {
+		// Not past an open transaction (txnread.go): its records may
+		// still be aborted.
+		end = lsoEnd
+		if end <= max(l.clean.state.cleaned, segs[0].base) {
+			return st, nil
+		}
+	}
 	if lagEnd := compactionLagEnd(l.opt(), closed, end, l.o.Now().UnixMilli()); lagEnd < end {
 		end = lagEnd
 		if end <= max(l.clean.state.cleaned, segs[0].base) {
@@ -337,8 +345,8 @@ func (l *Log) mapSegment(ctx context.Context, m *keyMap, dec *batch.Decoder, s *
 		if err := t.account(ctx, l.stop, len(b), 0); err != nil {
 			return 0, false, err
 		}
-		if h.NextOffset() <= from || h.IsControl() {
-			continue
+		if h.NextOffset() <= from || h.IsControl() || l.txnAbortedBatch(h) {
+			continue // an aborted transaction's records supersede nothing
 		}
 		for rec, err := range dec.RawRecords(b) {
 			if err != nil {

@@ -478,3 +478,75 @@ func TestLog_Txn_CompactionKeepsAbortedIndex(t *testing.T) {
 		t.Fatal("the merged-away index is still there")
 	}
 }
+
+// TestLog_Txn_CompactionKeepsCommittedValues: on a compacted log, a
+// record of an aborted transaction, or of one still open, does not make
+// compaction remove the committed record of its key that it would
+// supersede — read_committed still finds the committed value.
+func TestLog_Txn_CompactionKeepsCommittedValues(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), &Options{Compact: true, SegmentBytes: 300})
+	defer l.Close()
+	put := func(k, v string) {
+		t.Helper()
+		if _, err := l.Append([]batch.Record{{Key: []byte(k), Value: []byte(v)}}, DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "committed-a")
+	put("b", "committed-b")
+	// pid 1 overwrites a, then aborts; pid 2 overwrites b and stays open.
+	if _, err := l.AppendBatch(keyedTxnBatch(t, 1, 0, "a"), DefaultDurability); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendMarker(Marker{ProducerID: 1, Type: ControlAbort}, DefaultDurability); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendBatch(keyedTxnBatch(t, 2, 0, "b"), DefaultDurability); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 { // roll past all of it
+		put("filler", fmt.Sprint(i))
+	}
+	for range 2 {
+		if _, err := l.Compact(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	values := map[string]string{}
+	for rec, err := range l.RecordsIsolated(0, ReadCommitted) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		values[string(rec.Key)] = string(rec.Value)
+	}
+	if values["a"] != "committed-a" || values["b"] != "committed-b" {
+		t.Fatalf("read_committed after compaction: a=%q b=%q, want the committed values", values["a"], values["b"])
+	}
+	// Once pid 2 commits and the log moves on, its b supersedes.
+	if _, err := l.AppendMarker(Marker{ProducerID: 2, Type: ControlCommit}, DefaultDurability); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		put("filler", fmt.Sprint(i))
+	}
+	for range 2 {
+		if _, err := l.Compact(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for rec, err := range l.RecordsIsolated(0, ReadCommitted) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(rec.Key) == "b" {
+			n++
+			if string(rec.Value) != "p2-s0" {
+				t.Fatalf("b = %q after the commit and compaction, want pid 2's", rec.Value)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d records of b after the commit and compaction, want 1", n)
+	}
+}

@@ -158,3 +158,27 @@ func (r *Reader) bound() int64 {
 func (r *Reader) skipBatch(control, transactional bool, pid, base int64) bool {
 	return control || r.committed && transactional && r.l.abortedAt(pid, base)
 }
+
+// Compaction and transactions (compact.go): a cleaning pass stops at
+// the segment holding the last stable offset, since records of an open
+// transaction may yet be aborted, and the records of an aborted
+// transaction go into no key map, so that they supersede no committed
+// record of their key (Kafka's cleaner likewise never lets them count).
+
+// txnCleanEnd is the end of the closed segments wholly below lso: the
+// offset a cleaning pass may go up to.
+func txnCleanEnd(closed []*segment, lso int64) int64 {
+	end := closed[0].base
+	for _, s := range closed {
+		if s.next.Load() > lso {
+			break
+		}
+		end = s.next.Load()
+	}
+	return end
+}
+
+// txnAbortedBatch reports whether h is a batch of an aborted transaction.
+func (l *Log) txnAbortedBatch(h batch.Header) bool {
+	return h.Attributes&batch.AttrTransactional != 0 && h.ProducerID >= 0 && l.abortedAt(h.ProducerID, h.BaseOffset)
+}
