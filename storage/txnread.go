@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"sort"
 
 	"github.com/passbook-log/passbook/batch"
 )
@@ -17,13 +18,14 @@ import (
 // the segments from the one holding from on, in memory, and stops at the
 // first abort after which no later one can concern the range (its LSO
 // at or past to), as Kafka's collectAbortedTxns; a partition that never
-// aborted a transaction costs a walk over its segment list, nothing more.
+// aborted a transaction costs a binary search of its segment list and a
+// look at each later segment's (empty) list, nothing more.
 func (l *Log) AbortedTxns(from, to int64) []AbortedTxn {
 	var out []AbortedTxn
-	for _, s := range l.segments() {
-		if s.next.Load() <= from {
-			continue // every marker it holds is below from
-		}
+	segs := l.segments()
+	// Every marker a segment before this one holds is below from.
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].next.Load() > from })
+	for _, s := range segs[i:] {
 		for _, a := range s.txn.abortedList() {
 			if a.LastOffset >= from && a.FirstOffset < to {
 				out = append(out, a)
@@ -39,10 +41,9 @@ func (l *Log) AbortedTxns(from, to int64) []AbortedTxn {
 // abortedAt reports whether the transactional batch of producer pid at
 // offset off belongs to an aborted transaction.
 func (l *Log) abortedAt(pid, off int64) bool {
-	for _, s := range l.segments() {
-		if s.next.Load() <= off {
-			continue
-		}
+	segs := l.segments()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].next.Load() > off })
+	for _, s := range segs[i:] {
 		for _, a := range s.txn.abortedList() {
 			if a.ProducerID == pid && a.FirstOffset <= off && off <= a.LastOffset {
 				return true
