@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,6 +202,7 @@ type cgroup struct {
 
 	topics     map[string]topicMeta // the cluster's, as of the last heartbeat
 	subscribed string               // fingerprint of the subscribed topics' metadata
+	subs       *subscriptions       // nil when it must be rebuilt
 }
 
 func (co *coordinator) newConsumerGroupLocked(name string) *cgroup {
@@ -511,6 +513,7 @@ func (g *cgroup) joinLocked(req heartbeatReq, memberID string) (*cmember, bool, 
 		g.co.log.Info("kafka: member joins the consumer group", "group", g.name, "member", memberID)
 	}
 	g.members[m.id] = m
+	g.subs = nil
 	if m.static() {
 		g.static[*m.instanceID] = m
 	}
@@ -590,19 +593,63 @@ func (g *cgroup) updateSubscriptionLocked(m *cmember, req heartbeatReq) bool {
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
 		m.assignor, changed = *req.ServerAssignor, true
 	}
+	if changed {
+		g.subs = nil
+	}
 	return changed
+}
+
+// subscriptions is the union of a group's subscriptions, rebuilt when
+// a member's changes or the members change (g.subs = nil), so that a
+// heartbeat costs a lookup per topic of the cluster, not one per member.
+type subscriptions struct {
+	names map[string]bool
+	res   []*regexp.Regexp // distinct patterns
+	match map[string]bool  // topic → some pattern matches it, as found so far
+}
+
+func (g *cgroup) subsLocked() *subscriptions {
+	if g.subs != nil {
+		return g.subs
+	}
+	s := &subscriptions{names: map[string]bool{}, match: map[string]bool{}}
+	seen := map[string]bool{}
+	for _, m := range g.members {
+		for _, t := range m.topics {
+			s.names[t] = true
+		}
+		if m.re != nil && !seen[m.regex] {
+			seen[m.regex] = true
+			s.res = append(s.res, m.re)
+		}
+	}
+	g.subs = s
+	return s
+}
+
+func (s *subscriptions) has(topic string) bool {
+	if s.names[topic] {
+		return true
+	}
+	if len(s.res) == 0 {
+		return false
+	}
+	v, ok := s.match[topic]
+	if !ok {
+		v = slices.ContainsFunc(s.res, func(re *regexp.Regexp) bool { return re.MatchString(topic) })
+		s.match[topic] = v
+	}
+	return v
 }
 
 // subscribedTopicsLocked returns the existing topics some member
 // subscribes to, sorted by name.
 func (g *cgroup) subscribedTopicsLocked() []topicMeta {
+	s := g.subsLocked()
 	var out []topicMeta
 	for name, t := range g.topics {
-		for _, m := range g.members {
-			if m.subscribes(name) {
-				out = append(out, t)
-				break
-			}
+		if s.has(name) {
+			out = append(out, t)
 		}
 	}
 	slices.SortFunc(out, func(a, b topicMeta) int { return strings.Compare(a.name, b.name) })
@@ -613,11 +660,15 @@ func (g *cgroup) subscribedTopicsLocked() []topicMeta {
 // change (a topic created, deleted, re-created or given partitions)
 // means a new target assignment.
 func (g *cgroup) fingerprintLocked() string {
-	var b strings.Builder
+	var b []byte
 	for _, t := range g.subscribedTopicsLocked() {
-		fmt.Fprintf(&b, "%s/%x/%d,", t.name, t.id, t.partitions)
+		b = append(b, t.name...)
+		b = append(b, '/')
+		b = append(b, t.id[:]...)
+		b = strconv.AppendInt(b, int64(t.partitions), 10)
+		b = append(b, ',')
 	}
-	return b.String()
+	return string(b)
 }
 
 // preferredAssignorLocked is the assignor most members ask for, else
@@ -822,6 +873,7 @@ func (g *cgroup) removeLocked(m *cmember) {
 	m.stopTimers()
 	g.setOwnedLocked(m, tpSet{}, tpSet{})
 	delete(g.members, m.id)
+	g.subs = nil
 	if m.static() && g.static[*m.instanceID] == m {
 		delete(g.static, *m.instanceID)
 	}

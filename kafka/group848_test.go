@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -563,5 +565,59 @@ func TestConsumerGroup_KgoRegexAndRange(t *testing.T) {
 		if as[i].topics()["audit"] != 0 {
 			t.Errorf("member %d given audit, which the regex does not match", i)
 		}
+	}
+}
+
+// BenchmarkConsumerGroup_Heartbeat measures a steady heartbeat of one
+// of 50 members of a reconciled group, subscribed to 1 topic of 100
+// partitions in a cluster of 200 topics: the coordinator's work per
+// heartbeat (the subscription fingerprint over the cluster's topics,
+// the reconciliation check), without the network.
+func BenchmarkConsumerGroup_Heartbeat(b *testing.B) {
+	co := newCoordinator(nil, nil, slog.New(slog.DiscardHandler), time.Second, time.Hour)
+	defer co.close()
+	topics := map[string]topicMeta{}
+	for i := range 200 {
+		name := fmt.Sprintf("topic-%03d", i)
+		topics[name] = topicMeta{name: name, id: offsets.NewTopicID(), partitions: 100}
+	}
+	type mem struct {
+		id    string
+		epoch int32
+		owned []kmsg.ConsumerGroupHeartbeatRequestTopic
+	}
+	var ms []*mem
+	beat := func(m *mem, join bool) {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version, req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = 1, "g", m.id, m.epoch, -1
+		req.Topics = m.owned
+		if join {
+			req.MemberEpoch, req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 0, 30_000, []string{"topic-000"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		resp, e := co.consumerHeartbeat(heartbeatReq{ConsumerGroupHeartbeatRequest: req, topics: topics})
+		if e != nil {
+			b.Fatal(e.msg)
+		}
+		m.epoch = resp.MemberEpoch
+		if resp.Assignment != nil {
+			m.owned = nil
+			for _, t := range resp.Assignment.Topics {
+				m.owned = append(m.owned, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t.TopicID, Partitions: t.Partitions})
+			}
+		}
+	}
+	for i := range 50 {
+		m := &mem{id: fmt.Sprintf("member-%02d", i)}
+		ms = append(ms, m)
+		beat(m, true)
+	}
+	for range 5 { // reconcile everyone
+		for _, m := range ms {
+			beat(m, false)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		beat(ms[i%len(ms)], false)
 	}
 }
