@@ -1,10 +1,13 @@
 package kafka
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/batch"
+	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -531,4 +534,38 @@ func TestTopicIDs_ACLs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkFetch_ByID: one small fetch after another on a raw
+// connection, naming the topic by name (v12) or by ID (v18), on a
+// server with 1,000 topics: what translating the ID costs per request.
+func BenchmarkFetch_ByID(b *testing.B) {
+	ts := startServer(b, nil)
+	for i := range 999 {
+		if _, err := ts.db.CreateTopic(fmt.Sprintf("t%04d", i), passbook.TopicConfig{Partitions: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	orders := ts.createTopic(b, "orders", 1)
+	if _, err := orders.AppendTo(0, []passbook.Record{{Value: []byte("v")}}, storage.InOS); err != nil {
+		b.Fatal(err)
+	}
+	byName := fetchByID(12, [16]byte{}, 0)
+	byName.Topics[0].Topic = "orders"
+	for _, bc := range []struct {
+		name string
+		req  *kmsg.FetchRequest
+	}{
+		{"v12 by name", byName},
+		{"v18 by ID", fetchByID(18, orders.ID(), 0)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			rc := dialRaw(b, ts.addr)
+			for b.Loop() {
+				if p := rc.do(bc.req).(*kmsg.FetchResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+					b.Fatalf("%+v", p)
+				}
+			}
+		})
+	}
 }
