@@ -84,8 +84,8 @@ type segTxn struct {
 	// unclean shutdown), and found transactional batches in it.
 	rebuilt, seen bool
 	// aborted is the aborted transactions whose markers the segment
-	// holds, in offset order; replaced whole (copy on write), so readers
-	// load it without a lock.
+	// holds, in offset order. The writer appends and stores the new
+	// slice; readers load it without a lock and read below its length.
 	aborted atomic.Pointer[[]AbortedTxn]
 }
 
@@ -284,7 +284,9 @@ func (l *Log) txnWrittenLocked(s *segment, h batch.Header, b []byte) error {
 		if err := s.appendTxnEntries(txnEntry{kind: txnAborted, pid: a.ProducerID, first: a.FirstOffset, last: a.LastOffset, lso: a.LastStableOffset}); err != nil {
 			return err
 		}
-		list := append(s.txn.abortedList()[:len(s.txn.abortedList()):len(s.txn.abortedList())], a)
+		// Appending in place is safe: readers read only below the
+		// length they loaded, and the writer alone appends.
+		list := append(s.txn.abortedList(), a)
 		s.txn.aborted.Store(&list)
 	}
 	l.txn.mu.Lock()
