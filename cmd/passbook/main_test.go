@@ -84,6 +84,13 @@ func TestCLI_Golden(t *testing.T) {
 		{"kiwi\n", "produce prices"},
 		{"", "topic compact orders"},
 		{"", "topic describe prices"},
+		{"", "topic alter orders --partitions 3"},
+		{"", "topic alter orders --partitions 2"},
+		{"", "topic trim orders --partition 0 --before 60"},
+		{"", "topic trim orders --partition 0 --before 500"},
+		{"", "topic trim prices --partition 0 --before 1"},
+		{"", "topic describe orders"},
+		{"", "consume orders --consumer late --max 2"},
 	}
 	var got strings.Builder
 	for _, s := range steps {

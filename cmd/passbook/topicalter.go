@@ -173,8 +173,8 @@ records, key by key); compact,delete allows it, as in Kafka.`,
 			start, err := t.DeleteRecords(partition, offset)
 			switch {
 			case errors.Is(err, storage.ErrOutOfRange):
-				return usagef("--before %s: past partition %d's head %s (its records are %s to %s)", before, partition,
-					thousands.Int(l.Head()), thousands.Int(l.StartOffset()), thousands.Int(l.Head()))
+				return usagef("--before %s: past partition %d's head, %s (give at most %s; head deletes every record it holds)", before, partition,
+					thousands.Int(l.Head()), thousands.Int(l.Head()))
 			case errors.Is(err, passbook.ErrCompactOnly):
 				return usageError{err}
 			case err != nil:
@@ -224,7 +224,7 @@ func remoteTopicTrim(ctx context.Context, e *env, b *brokerFlags, name string, p
 	r, _ := rs.Lookup(name, p)
 	switch {
 	case errors.Is(r.Err, kerr.OffsetOutOfRange):
-		return usagef("--before %d: past partition %d's high watermark %s", offset, p, thousands.Int(head))
+		return usagef("--before %d: past partition %d's head (high watermark), %s (give at most %s; head deletes every record it holds)", offset, p, thousands.Int(head), thousands.Int(head))
 	case errors.Is(r.Err, kerr.PolicyViolation):
 		return usagef("topic %s: %v (a topic with cleanup.policy compact keeps its records until compaction)", name, r.Err)
 	case r.Err != nil:

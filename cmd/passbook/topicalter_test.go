@@ -74,7 +74,7 @@ func TestTopicAlterTrim_DataDirectory(t *testing.T) {
 		{"unknown topic", []string{"topic", "alter", "nosuch", "--partitions", "3"}, 1, "", "unknown topic"},
 		{"trim", []string{"topic", "trim", "t", "--partition", "0", "--before", "40"}, 0, "topic t partition 0 starts at 40: 40 records deleted, 60 kept\n", ""},
 		{"trim below the start", []string{"topic", "trim", "t", "--partition", "0", "--before", "10"}, 0, "topic t partition 0 starts at 40 already: nothing deleted (60 records kept)\n", ""},
-		{"past the head", []string{"topic", "trim", "t", "--partition", "0", "--before", "101"}, 2, "", "past partition 0's head 100"},
+		{"past the head", []string{"topic", "trim", "t", "--partition", "0", "--before", "101"}, 2, "", "past partition 0's head, 100 (give at most 100"},
 		{"not an offset", []string{"topic", "trim", "t", "--partition", "0", "--before", "soon"}, 2, "", "want an offset"},
 		{"no partition", []string{"topic", "trim", "t", "--before", "1"}, 2, "", "--partition: give"},
 		{"unknown partition", []string{"topic", "trim", "t", "--partition", "7", "--before", "0"}, 2, "", "no partition 7"},
@@ -136,7 +136,7 @@ func TestTopicAlterTrim_Brokers_Kill9(t *testing.T) {
 		{[]string{"topic", "alter", "t", "--partitions", "4"}, 0, "topic t has 4 partitions (was 1)\n", ""},
 		{[]string{"topic", "alter", "t", "--partitions", "2"}, 2, "", "would not be an increase"},
 		{[]string{"topic", "alter", "nosuch", "--partitions", "2"}, 1, "", "unknown topic"},
-		{[]string{"topic", "trim", "t", "--partition", "0", "--before", "101"}, 2, "", "past partition 0's high watermark 100"},
+		{[]string{"topic", "trim", "t", "--partition", "0", "--before", "101"}, 2, "", "past partition 0's head (high watermark), 100"},
 		{[]string{"topic", "trim", "t", "--partition", "9", "--before", "1"}, 2, "", "no partition 9"},
 		{[]string{"topic", "trim", "t", "--partition", "0", "--before", "70"}, 0, "topic t partition 0 starts at 70: 70 records deleted, 30 kept\n", ""},
 	} {
