@@ -134,6 +134,9 @@ public final class WordCount {
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        // A static member: restarted after a kill, it takes its tasks back
+        // at once instead of waiting out the dead member's session.
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), "wordcount-1");
         StreamsBuilder b = new StreamsBuilder();
         b.stream(INPUT, Consumed.with(Serdes.String(), Serdes.String()))
                 .flatMapValues(v -> List.of(v.split(" ")))
