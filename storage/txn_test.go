@@ -550,3 +550,86 @@ func TestLog_Txn_CompactionKeepsCommittedValues(t *testing.T) {
 		t.Fatalf("%d records of b after the commit and compaction, want 1", n)
 	}
 }
+
+// TestLog_Txn_ConcurrentCommittedReaders: read_committed readers
+// following the log while transactions are written, committed and
+// aborted never see a record of a transaction that was not committed,
+// see every committed one once, in offset order, and end where the
+// writer ended (run under -race, it also checks that the LSO and the
+// aborted lists are published safely).
+func TestLog_Txn_ConcurrentCommittedReaders(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), &Options{SegmentBytes: 2 << 10})
+	defer l.Close()
+	const txns = 200
+	fate := make([]bool, txns) // committed?
+	for i := range fate {
+		fate[i] = i%3 != 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results := make(chan []string, 3)
+	for range 3 {
+		go func() {
+			r := l.NewReader(0).ReadCommitted()
+			defer r.Close()
+			var got []string
+			for {
+				rec, err := r.Next(ctx)
+				if err != nil {
+					got = append(got, "error: "+err.Error())
+					break
+				}
+				if string(rec.Value) == "end" {
+					break
+				}
+				got = append(got, string(rec.Value))
+			}
+			results <- got
+		}()
+	}
+	var want []string
+	for i := range txns {
+		pid := int64(i%4 + 1)
+		b, err := batch.Append(nil, []batch.Record{{Value: fmt.Appendf(nil, "t%d-a", i)}, {Value: fmt.Appendf(nil, "t%d-b", i)}},
+			batch.Options{Idempotent: true, ProducerID: pid, BaseSequence: int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch.SetTransactional(b)
+		if _, err := l.AppendBatch(b, DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append([]batch.Record{{Value: fmt.Appendf(nil, "plain-%d", i)}}, DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+		typ := ControlAbort
+		if fate[i] {
+			typ = ControlCommit
+			want = append(want, fmt.Sprintf("t%d-a", i), fmt.Sprintf("t%d-b", i))
+		}
+		want = append(want, fmt.Sprintf("plain-%d", i))
+		if _, err := l.AppendMarker(Marker{ProducerID: pid, Type: typ}, DefaultDurability); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Append([]batch.Record{{Value: []byte("end")}}, DefaultDurability); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got := <-results
+		// plain-i was written after transaction i's batch, before its
+		// marker: offset order is t<i>-a, t<i>-b, plain-i.
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("a read_committed reader saw %d records, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
