@@ -97,6 +97,9 @@ func txnOffsetCommit(_ context.Context, c *conn, req *kmsg.TxnOffsetCommitReques
 			}
 		}
 	}
+	if len(offs) == 0 && len(req.Topics) > 0 {
+		return reply{resp: resp}, nil // every partition refused on its own, as Kafka answers
+	}
 	fence := func() int16 {
 		if req.Version < 3 || req.MemberID == "" && req.Generation < 0 {
 			return 0 // no member named: a producer outside the group, as before KIP-447
@@ -112,9 +115,14 @@ func txnOffsetCommit(_ context.Context, c *conn, req *kmsg.TxnOffsetCommitReques
 		c.s.log.Debug("kafka: TxnOffsetCommit refused", "transactional_id", req.TransactionalID, "group", req.Group, "err", err)
 	}
 	if code != 0 {
-		// The whole request: the partitions refused on their own keep
-		// their codes only when the transaction took the others.
-		return all(code)
+		// The partitions refused on their own keep their codes.
+		for i := range codes {
+			for j := range codes[i] {
+				if codes[i][j] == 0 {
+					codes[i][j] = code
+				}
+			}
+		}
 	}
 	return reply{resp: resp}, nil
 }
