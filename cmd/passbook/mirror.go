@@ -136,6 +136,11 @@ func stateName(end string) string {
 	return strings.NewReplacer(":", "_", ",", "+", "/", "_").Replace(strings.TrimPrefix(end, "kafka:"))
 }
 
+// mirrorInFlight is how many polls' records may be on their way to the
+// target at once, unacknowledged: as a producer keeps batches in flight,
+// and not a round trip a poll.
+const mirrorInFlight = 8
+
 // mirrorRetry is how long the mirror waits after a failure before
 // trying again, at most; without --follow it tries mirrorTries times in
 // all before it gives up.
@@ -412,10 +417,22 @@ func (m *mirror) copy(ctx context.Context) error {
 			next <- polled{c, err}
 		}()
 	}
+	var flight []*sent // sent, in order, not yet settled
+	settled := true    // no settle failed: later sends may settle
 	defer func() {
 		cancel()
 		if inflight {
 			<-next
+		}
+		// What was acknowledged goes into the maps on the way out too,
+		// in order — but nothing after a send that failed: its
+		// partition's later records would cover the ones missing.
+		for _, s := range flight {
+			if settled {
+				settled = m.settle(s) == nil
+			} else {
+				s.wait()
+			}
 		}
 	}()
 	poll()
@@ -429,11 +446,19 @@ func (m *mirror) copy(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("source: %w", err)
 		}
-		if len(chunks) > 0 || m.o.follow || !m.caughtUp() {
+		if len(chunks) > 0 || m.o.follow || !m.caughtUp() || len(flight) > 0 {
 			poll()
 		}
 		if len(chunks) > 0 {
-			if err := m.write(ctx, chunks); err != nil {
+			flight = append(flight, m.send(chunks))
+		}
+		// Up to mirrorInFlight sends wait for their answers at once;
+		// all of them once the source has nothing more for now.
+		for len(flight) > mirrorInFlight || (len(chunks) == 0 && len(flight) > 0) {
+			s := flight[0]
+			flight = flight[1:]
+			if err := m.settle(s); err != nil {
+				settled = false
 				return err
 			}
 		}
@@ -490,14 +515,28 @@ func (m *mirror) refreshHeads(ctx context.Context) {
 	}
 }
 
-// write sends chunks to the target and, once acknowledged, writes their
-// map entries (fsync'd) before anything else happens.
-func (m *mirror) write(ctx context.Context, chunks []srcChunk) error {
+// sent is chunks on their way to the target.
+type sent struct {
+	chunks []srcChunk
+	recs   map[tp][]batch.Record
+	wait   func() (map[tp][]int64, error)
+}
+
+// send sends chunks to the target (a poll's: one chunk a partition).
+func (m *mirror) send(chunks []srcChunk) *sent {
 	recs := map[tp][]batch.Record{}
 	for _, c := range chunks {
 		recs[c.tp] = append(recs[c.tp], c.recs...)
 	}
-	acked, werr := m.tgt.write(ctx, recs)
+	return &sent{chunks: chunks, recs: recs, wait: m.tgt.send(recs)}
+}
+
+// settle waits for a send's acknowledgements and writes its map entries
+// (fsync'd) before anything relies on them. Sends settle in the order
+// they were made.
+func (m *mirror) settle(s *sent) error {
+	chunks, recs := s.chunks, s.recs
+	acked, werr := s.wait()
 	for _, c := range chunks {
 		pm := m.parts[c.tp]
 		offs := acked[c.tp]

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/passbook-log/passbook"
@@ -67,10 +68,11 @@ type mirrorTarget interface {
 	ensure(ctx context.Context, t mirrorTopic) (created bool, err error)
 	extents(ctx context.Context, names []string) (map[string]*topicExtent, error)
 	read(ctx context.Context, at tp, from, to int64) ([]batch.Record, error)
-	// write writes each partition's records in order and returns the
-	// offsets the target gave them: for each partition a prefix of its
-	// records, all of them unless err says why not.
-	write(ctx context.Context, recs map[tp][]batch.Record) (map[tp][]int64, error)
+	// send writes each partition's records in order, after those of
+	// the sends before it; wait returns the offsets the target gave
+	// them: for each partition a prefix of its records, all of them
+	// unless err says why not. Sends are made from one goroutine.
+	send(recs map[tp][]batch.Record) (wait func() (map[tp][]int64, error))
 	commit(ctx context.Context, group string, entries []offsets.Entry) error
 	close() error
 }
@@ -247,9 +249,15 @@ func (d *dataEnd) read(_ context.Context, at tp, from, to int64) ([]batch.Record
 	return recs, err
 }
 
-// write appends with Fsync: the map that names the records is fsync'd
-// next, and must never name records a power loss could take back.
-func (d *dataEnd) write(_ context.Context, recs map[tp][]batch.Record) (map[tp][]int64, error) {
+// send appends with Fsync, at once: the map that names the records is
+// fsync'd next, and must never name records a power loss could take
+// back.
+func (d *dataEnd) send(recs map[tp][]batch.Record) func() (map[tp][]int64, error) {
+	out, err := d.write(recs)
+	return func() (map[tp][]int64, error) { return out, err }
+}
+
+func (d *dataEnd) write(recs map[tp][]batch.Record) (map[tp][]int64, error) {
 	out := map[tp][]int64{}
 	for at, rs := range recs {
 		if len(rs) == 0 {
@@ -648,54 +656,73 @@ func (k *kafkaEnd) read(ctx context.Context, at tp, from, to int64) ([]batch.Rec
 	return k.readRange(ctx, at, from, to, int(to-from))
 }
 
-// write produces with an idempotent producer (acks=all): a partition's
+// send produces with an idempotent producer (acks=all): a partition's
 // records land in order, once each, however the client retries. It is
 // not cancelled with the command: what was sent is waited for (within
 // produceTimeout), so that a Ctrl-C leaves a map that says where it is.
 // The bound is the context's, not kgo.RecordDeliveryTimeout: kgo counts
 // that from each record's timestamp, and a mirrored record keeps its
 // source's, so a retry of any record older than the bound would fail.
-func (k *kafkaEnd) write(_ context.Context, recs map[tp][]batch.Record) (map[tp][]int64, error) {
+func (k *kafkaEnd) send(recs map[tp][]batch.Record) func() (map[tp][]int64, error) {
 	if k.prod == nil {
 		c, err := k.b.dial(context.Background(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerBatchMaxBytes(max(1_000_000, k.batchMax)), kgo.MaxBufferedRecords(1_000_000), kgo.MaxBufferedBytes(512<<20),
 			kgo.ProducerLinger(0))
 		if err != nil {
-			return nil, err
+			return func() (map[tp][]int64, error) { return nil, err }
 		}
 		k.prod = c.cl
 	}
-	var rs []*kgo.Record
+	type result struct {
+		at  tp
+		off int64
+		err error
+	}
+	n := 0
+	for _, in := range recs {
+		n += len(in)
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	ctx, cancel := context.WithTimeout(context.Background(), produceTimeout+5*time.Second)
+	i := 0
 	for at, in := range recs {
-		for i := range in {
-			r := &kgo.Record{Topic: at.topic, Partition: at.p, Key: in[i].Key, Value: in[i].Value, Timestamp: in[i].Timestamp}
-			for _, h := range in[i].Headers {
+		for j := range in {
+			r := &kgo.Record{Topic: at.topic, Partition: at.p, Key: in[j].Key, Value: in[j].Value, Timestamp: in[j].Timestamp}
+			for _, h := range in[j].Headers {
 				r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 			}
-			rs = append(rs, r)
+			res := &results[i]
+			res.at = at
+			i++
+			k.prod.Produce(ctx, r, func(r *kgo.Record, err error) {
+				res.off, res.err = r.Offset, err
+				wg.Done()
+			})
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), produceTimeout+5*time.Second)
-	defer cancel()
-	results := k.prod.ProduceSync(ctx, rs...)
-	out := map[tp][]int64{}
-	failed := map[tp]bool{}
-	var first error
-	for _, res := range results {
-		at := tp{res.Record.Topic, res.Record.Partition}
-		if failed[at] {
-			continue
-		}
-		if res.Err != nil {
-			failed[at] = true
-			if first == nil {
-				first = fmt.Errorf("produce to %s/%d: %w", at.topic, at.p, res.Err)
+	return func() (map[tp][]int64, error) {
+		wg.Wait()
+		cancel()
+		out := map[tp][]int64{}
+		failed := map[tp]bool{}
+		var first error
+		for _, res := range results {
+			if failed[res.at] {
+				continue
 			}
-			continue
+			if res.err != nil {
+				failed[res.at] = true
+				if first == nil {
+					first = fmt.Errorf("produce to %s/%d: %w", res.at.topic, res.at.p, res.err)
+				}
+				continue
+			}
+			out[res.at] = append(out[res.at], res.off)
 		}
-		out[at] = append(out[at], res.Record.Offset)
+		return out, first
 	}
-	return out, first
 }
 
 func (k *kafkaEnd) commit(ctx context.Context, group string, entries []offsets.Entry) error {
