@@ -257,6 +257,12 @@ func (rp *repairPlan) run(ps *partitionScan, rep *RepairReport) error {
 				return err
 			}
 		}
+		if s.badTxnIndex {
+			a := RepairAction{What: "remove", File: rp.path(segmentName(s.base, ".txnindex")), Detail: "it disagrees with the segment's transactions; Open rebuilds it from the segment"}
+			if err := rp.do(a, func() error { return rp.fs.Remove(rp.path(segmentName(s.base, ".txnindex"))) }); err != nil {
+				return err
+			}
+		}
 	}
 	if rp.changed && !rp.dry {
 		return rp.fs.SyncDir(rp.dir)
@@ -343,7 +349,7 @@ func (rp *repairPlan) cut(ps *partitionScan, rep *RepairReport) ([]*segScan, err
 	kept := ps.segs[k+1:]
 	if salvage {
 		t := *s
-		t.base, t.path, t.damage, t.torn, t.badIndex = s.runBase, rp.path(segmentName(s.runBase, ".log")), nil, false, false
+		t.base, t.path, t.damage, t.torn, t.badIndex, t.badTxnIndex = s.runBase, rp.path(segmentName(s.runBase, ".log")), nil, false, false, false
 		kept = append([]*segScan{&t}, kept...)
 	}
 	return kept, nil

@@ -219,3 +219,55 @@ func TestVerify_TransactionalPartition(t *testing.T) {
 		t.Fatalf("verify: %v", rep.Problems)
 	}
 }
+
+// TestVerifyRepair_WrongTxnIndex: a closed segment's .txnindex that is
+// sound but leaves out an abort is reported (Open would trust it), repair
+// removes it, and Open rebuilds it from the segment.
+func TestVerifyRepair_WrongTxnIndex(t *testing.T) {
+	mem := vfs.NewMem()
+	o := &Options{FS: mem, SegmentBytes: 400}
+	l := mustOpen(t, "/p", o)
+	txnWorkload(t, l, txnCrashSteps())
+	want := l.AbortedTxns(0, l.Head())
+	first := l.segments()[0]
+	if len(first.txn.abortedList()) == 0 {
+		t.Fatal("the first segment holds no abort")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify("/p", &VerifyOptions{FS: mem})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify of the sound partition: %v, %v", rep, err)
+	}
+	for _, n := range rep.Notes {
+		t.Errorf("note on a sound partition: %s", n)
+	}
+	// The first segment's index without its aborts.
+	b, _ := vfs.ReadFile(mem, txnIndexPath("/p", first.base))
+	f, err := parseTxnFile(b, first.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.SetFileBytes(txnIndexPath("/p", first.base), encodeTxnFile(f.start, nil)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Verify("/p", &VerifyOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != ProblemTxnIndex {
+		t.Fatalf("verify of the wrong index: %v", rep.Problems)
+	}
+	if _, err := Repair("/p", &RepairOptions{FS: mem}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Verify("/p", &VerifyOptions{FS: mem}); err != nil || !rep.OK() {
+		t.Fatalf("verify after repair: %v, %v", rep.Problems, err)
+	}
+	l = mustOpen(t, "/p", o)
+	defer l.Close()
+	if got := l.AbortedTxns(0, l.Head()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after repair and reopen: aborted %+v, want %+v", got, want)
+	}
+}

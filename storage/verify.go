@@ -127,8 +127,9 @@ func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 // while a Log (in any process) has it open. It reads every segment
 // whole: every batch's header and CRC-32C, that base offsets run densely
 // from segment to segment, that every record decodes at its offset; that
-// every .index and .timeindex entry leads to the batch it names; and the
-// CHECKPOINT. It returns what it found; the error is for a partition it
+// every .index and .timeindex entry leads to the batch it names; that
+// every closed segment's .txnindex agrees with its transactions
+// (verify_txn.go); and the CHECKPOINT. It returns what it found; the error is for a partition it
 // could not check at all (not a partition, locked, unreadable).
 func Verify(dir string, opts *VerifyOptions) (*VerifyReport, error) {
 	o := opts.withDefaults()
@@ -176,6 +177,9 @@ type segScan struct {
 	runBase int64 // … at this offset
 	// badIndex is set when the index files disagree with the segment.
 	badIndex bool
+	// badTxnIndex: its .txnindex is sound but disagrees with it
+	// (verify_txn.go).
+	badTxnIndex bool
 }
 
 // damageRange is a stretch of a segment that is not valid batches.
@@ -230,6 +234,10 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 		case ok:
 			if !slices.Contains(names, segmentName(base, ".log")) {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s has no .log file (left over by retention; Open ignores it)", filepath.Join(dir, n)))
+			}
+		case isTxnFile(n): // verify_txn.go
+			if b, ok := strings.CutSuffix(n, ".txnindex"); ok && !slices.Contains(names, b+".log") {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s has no .log file (its segment was deleted or compacted into another; Open merges or removes it)", filepath.Join(dir, n)))
 			}
 		case strings.HasSuffix(n, ".tmp"):
 			ps.tmp = append(ps.tmp, n)
@@ -304,6 +312,7 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 	} else if ls > r.Start {
 		r.Start = min(ls, r.Head)
 	}
+	verifyTxns(fsys, dir, names, ps)
 	r.Fenced = openRefuses(ps)
 	if len(bases) > 0 {
 		a := ps.segs[len(ps.segs)-1]
