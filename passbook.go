@@ -86,6 +86,10 @@ type DB struct {
 	// alterMu serializes AddPartitions with each other and with
 	// DeleteTopic (partitions.go).
 	alterMu sync.Mutex
+	// defaults are the topic defaults set while running (Kafka's dynamic
+	// broker configs), kept in topic-defaults.json; under mu
+	// (topicconfig.go).
+	defaults TopicConfig
 }
 
 // Open opens (creating if needed) the data directory dir. One process at a
@@ -193,6 +197,10 @@ func (db *DB) load() (*DB, error) {
 	if db.offsets, err = offsets.Open(layout.OffsetsFile(dir), &oo); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("passbook: open offset store: %w", err)
+	}
+	if err := db.loadTopicDefaults(); err != nil { // topicconfig.go
+		db.Close()
+		return nil, err
 	}
 	names, err := db.fs.ReadDir(layout.TopicsDir(dir))
 	if err != nil {
@@ -430,7 +438,7 @@ func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := ValidNewTopicName(name); err != nil {
 		return nil, err
 	}
-	cfg = mergeConfig(cfg, db.o.Topic)
+	cfg = mergeConfig(cfg, db.DefaultTopicConfig())
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

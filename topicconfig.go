@@ -2,8 +2,12 @@ package passbook
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"path/filepath"
 
 	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/vfs"
@@ -117,10 +121,98 @@ func (db *DB) AlterTopicConfig(ctx context.Context, name string, validateOnly bo
 	return cfg, nil
 }
 
-// DefaultTopicConfig is the configuration new topics start from
-// (Options.Topic): what Kafka calls the broker's log.* defaults.
+// DefaultTopicConfig is the configuration new topics start from: the
+// defaults set while running (SetDefaultTopicConfig), over
+// Options.Topic — what Kafka calls the broker's log.* defaults.
 func (db *DB) DefaultTopicConfig() TopicConfig {
-	c := db.o.Topic
+	db.mu.RLock()
+	c := mergeConfig(db.defaults, db.o.Topic)
+	db.mu.RUnlock()
 	c.Other = maps.Clone(c.Other)
 	return c
+}
+
+// SetTopicDefaults are the defaults SetDefaultTopicConfig set: zero fields
+// were not set, and take Options.Topic's.
+func (db *DB) SetTopicDefaults() TopicConfig {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	c := db.defaults
+	c.Other = maps.Clone(c.Other)
+	return c
+}
+
+// SetDefaultTopicConfig changes the defaults new topics start from, over
+// Options.Topic, as Kafka's dynamic broker configs (log.retention.ms, …)
+// do: alter gets a copy of those set so far (zero fields are not set) and
+// changes them. They are checked as CreateTopic checks a topic's; with
+// validateOnly nothing more is done. Otherwise they are written to
+// topic-defaults.json in the data directory (atomically, fsync'd) and
+// apply to every topic created from then on, across restarts; the topics
+// that exist keep their settings (passbook writes a topic's settings
+// whole into its topic.json when it is created). Partitions and
+// Durability cannot be set this way.
+func (db *DB) SetDefaultTopicConfig(ctx context.Context, validateOnly bool, alter func(*TopicConfig) error) (TopicConfig, error) {
+	if err := ctx.Err(); err != nil {
+		return TopicConfig{}, err
+	}
+	db.alterMu.Lock()
+	defer db.alterMu.Unlock()
+	cur := db.SetTopicDefaults()
+	next := cur
+	next.Other = maps.Clone(cur.Other)
+	if err := alter(&next); err != nil {
+		return cur, err
+	}
+	if next.Partitions != cur.Partitions || next.Durability != cur.Durability {
+		return cur, fmt.Errorf("%w: the default partition count and durability are serve's flags", ErrInvalidConfig)
+	}
+	if len(next.Other) == 0 {
+		next.Other = nil
+	}
+	merged := mergeConfig(next, db.o.Topic)
+	if err := merged.validate(); err != nil {
+		return cur, err
+	}
+	if err := merged.validateNew(db.o.MinSegmentBytes); err != nil {
+		return cur, err
+	}
+	if validateOnly {
+		return next, nil
+	}
+	b, _ := json.MarshalIndent(topicDefaultsFile{Format: 1, Config: next}, "", "  ")
+	if err := vfs.WriteFileAtomic(db.fs, db.dir, layout.TopicDefaults, append(b, '\n')); err != nil {
+		return cur, fmt.Errorf("passbook: set topic defaults: %w", err)
+	}
+	db.mu.Lock()
+	db.defaults = next
+	db.mu.Unlock()
+	db.o.Logger.Info("set topic defaults")
+	return next, nil
+}
+
+// topicDefaultsFile is topic-defaults.json.
+type topicDefaultsFile struct {
+	Format int         `json:"format"`
+	Config TopicConfig `json:"config"`
+}
+
+// loadTopicDefaults reads topic-defaults.json, if there is one.
+func (db *DB) loadTopicDefaults() error {
+	b, err := vfs.ReadFile(db.fs, filepath.Join(db.dir, layout.TopicDefaults))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("passbook: read %s: %w", layout.TopicDefaults, err)
+	}
+	var f topicDefaultsFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("passbook: read %s: %w", layout.TopicDefaults, err)
+	}
+	if f.Format != 1 {
+		return fmt.Errorf("passbook: read %s: unknown format %d", layout.TopicDefaults, f.Format)
+	}
+	db.defaults = f.Config
+	return nil
 }

@@ -7,8 +7,10 @@ package kafka
 // set for the topic (DYNAMIC_TOPIC_CONFIG); none are read-only or
 // sensitive. For the broker (its node id, or empty for the cluster's
 // default): the broker configs of brokerConfigs with their real values,
-// DEFAULT_CONFIG or STATIC_BROKER_CONFIG (set by a serve flag), all
-// read-only. Synonyms (v1+) when asked: for a topic config, itself as
+// DEFAULT_CONFIG, STATIC_BROKER_CONFIG (set by a serve flag) or, for a
+// topic default changed with AlterConfigs, DYNAMIC_BROKER_CONFIG
+// (DYNAMIC_DEFAULT_BROKER_CONFIG for the cluster default); only those
+// are writable. Synonyms (v1+) when asked: for a topic config, itself as
 // set and the broker config that gives its default; documentation (v3+)
 // when asked. ConfigNames selects configs by name; an unknown one is
 // left out, as Kafka does.
@@ -111,9 +113,14 @@ func describeBroker(s *Server, name string, names []string, synonyms, docs bool)
 		}
 		v, isDefault := k.value(s)
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-		rc.Name, rc.Value, rc.IsDefault, rc.ConfigType, rc.ReadOnly = k.name, &v, isDefault, k.typ, true
+		rc.Name, rc.Value, rc.IsDefault, rc.ConfigType, rc.ReadOnly = k.name, &v, isDefault, k.typ, !k.dynamic()
 		rc.Source = kmsg.ConfigSourceStaticBrokerConfig
-		if isDefault {
+		switch {
+		case k.setDynamically(s) && name == "":
+			rc.Source, rc.IsDefault = kmsg.ConfigSourceDynamicDefaultBrokerConfig, false
+		case k.setDynamically(s):
+			rc.Source, rc.IsDefault = kmsg.ConfigSourceDynamicBrokerConfig, false
+		case isDefault:
 			rc.Source = kmsg.ConfigSourceDefaultConfig
 		}
 		if synonyms {

@@ -8,9 +8,14 @@ package kafka
 // an unknown name, INVALID_CONFIG; a key named twice, INVALID_REQUEST).
 // A resource with any bad entry changes nothing. The change is live and
 // durable before the response (passbook.DB.AlterTopicConfig);
-// validate_only checks and changes nothing. For the broker: refused
-// (INVALID_REQUEST), as Kafka refuses a config it cannot change
-// dynamically: passbook's broker configs are serve's flags.
+// validate_only checks and changes nothing. For the broker (its node id,
+// or empty for the cluster default: one and the same here): the configs
+// that set a topic default (log.retention.ms, log.segment.bytes,
+// log.cleanup.policy, message.max.bytes, …) change the defaults of the
+// topics created from then on, kept in the data directory
+// (topic-defaults.json) across restarts; any other is refused
+// (INVALID_REQUEST, "Cannot update these configs dynamically"), as
+// Kafka refuses a read-only config: the rest are serve's flags.
 //
 // ACLs: AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED), or on the
 // cluster for the broker (CLUSTER_AUTHORIZATION_FAILED).

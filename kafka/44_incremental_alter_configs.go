@@ -11,7 +11,7 @@ package kafka
 // INVALID_CONFIG; a key named twice, INVALID_REQUEST). A resource with
 // any bad entry changes nothing; the change is live and durable before
 // the response; validate_only checks and changes nothing. For the
-// broker: refused (INVALID_REQUEST), as AlterConfigs.
+// broker: as AlterConfigs.
 //
 // ACLs: AlterConfigs on the topic, or on the cluster for the broker.
 
@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/passbook-log/passbook"
@@ -53,11 +54,13 @@ func (c *conn) alterResource(ctx context.Context, rt kmsg.ConfigResourceType, na
 		if !c.allowedCluster(acl.AlterConfigs) {
 			return kerr.ClusterAuthorizationFailed.Code, nil
 		}
-		var names []string
-		for _, o := range ops {
-			names = append(names, o.name)
+		if rt == kmsg.ConfigResourceTypeBrokerLogger {
+			return kerr.InvalidRequest.Code, errorMessage(fmt.Errorf("broker loggers: passbook's log level is serve's -v, fixed while it runs"))
 		}
-		return kerr.InvalidRequest.Code, errorMessage(ruleErr("Cannot update these configs dynamically: Set(%s): passbook's broker configs are serve's flags, fixed while it runs (restart it with new flags)", strings.Join(names, ", ")))
+		if name != "" && name != strconv.Itoa(NodeID) {
+			return kerr.InvalidRequest.Code, errorMessage(fmt.Errorf("no broker %q: this cluster's one broker is %d", name, NodeID))
+		}
+		return c.alterBroker(ctx, ops, replace, validateOnly)
 	case kmsg.ConfigResourceTypeTopic:
 	default:
 		return kerr.InvalidRequest.Code, errorMessage(fmt.Errorf("resource type %v: only topics and the broker have configs", rt))
@@ -74,6 +77,42 @@ func (c *conn) alterResource(ctx context.Context, rt kmsg.ConfigResourceType, na
 	}
 	_, err := c.s.db.AlterTopicConfig(ctx, name, validateOnly, func(cfg *passbook.TopicConfig) error {
 		return alterTopicConfig(cfg, ops, replace)
+	})
+	if err != nil {
+		return errorCode(err), errorMessage(err)
+	}
+	return 0, nil
+}
+
+// alterBroker applies ops to the broker's configs: those that set a
+// topic default (log.retention.ms, message.max.bytes, …: brokerConfigs
+// with a topic config) change the defaults of new topics, durably
+// (passbook.DB.SetDefaultTopicConfig); any other refuses the request, as
+// Kafka refuses a config it cannot change dynamically.
+func (c *conn) alterBroker(ctx context.Context, ops []configOp, replace, validateOnly bool) (int16, *string) {
+	var static []string
+	topicOps := make([]configOp, 0, len(ops))
+	seen := map[string]bool{}
+	for _, o := range ops {
+		if seen[o.name] {
+			return kerr.InvalidRequest.Code, errorMessage(ruleErr("Error due to duplicate config keys: %s", o.name))
+		}
+		seen[o.name] = true
+		k := findBrokerConfig(o.name)
+		if k == nil || k.topic == "" {
+			static = append(static, o.name)
+			continue
+		}
+		topicOps = append(topicOps, configOp{name: k.topic, value: o.value, op: o.op})
+	}
+	if len(static) > 0 {
+		return kerr.InvalidRequest.Code, errorMessage(ruleErr("Cannot update these configs dynamically: Set(%s): passbook's other broker configs are serve's flags, fixed while it runs (restart it with new flags)", strings.Join(static, ", ")))
+	}
+	_, err := c.s.db.SetDefaultTopicConfig(ctx, validateOnly, func(cfg *passbook.TopicConfig) error {
+		if replace {
+			*cfg = passbook.TopicConfig{}
+		}
+		return alterTopicConfig(cfg, topicOps, false)
 	})
 	if err != nil {
 		return errorCode(err), errorMessage(err)

@@ -411,3 +411,53 @@ func kversionsProduce12() *kversion.Versions {
 	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 12)
 	return v
 }
+
+func TestAlterConfigs_BrokerTopicDefaults(t *testing.T) {
+	ts, adm := configServer(t, nil)
+	ctx := context.Background()
+	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)} }
+	for _, bad := range []struct {
+		alters []kadm.AlterConfig
+		want   error
+	}{
+		{[]kadm.AlterConfig{set("log.retention.ms", "3600000"), set("num.partitions", "4")}, kerr.InvalidRequest},
+		{[]kadm.AlterConfig{set("log.retention.ms", "soon")}, kerr.InvalidConfig},
+	} {
+		rs, err := adm.AlterBrokerConfigs(ctx, bad.alters, NodeID)
+		if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, bad.want) {
+			t.Fatalf("%v: %v %+v, want %v", bad.alters, err, rs, bad.want)
+		}
+	}
+	if d := ts.db.SetTopicDefaults(); d.RetentionAge != 0 {
+		t.Fatalf("refused requests set %+v", d)
+	}
+	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{set("log.retention.ms", "3600000"), set("log.cleanup.policy", "compact")}, NodeID)
+	if err != nil || len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("alter the broker: %v %+v", err, rs)
+	}
+	brs, err := adm.DescribeBrokerConfigs(ctx, NodeID)
+	if err != nil || len(brs) != 1 {
+		t.Fatalf("describe the broker: %v %+v", err, brs)
+	}
+	for _, c := range brs[0].Configs {
+		switch c.Key {
+		case "log.retention.ms", "log.cleanup.policy":
+			if c.Source != kmsg.ConfigSourceDynamicBrokerConfig {
+				t.Errorf("%s = %q, source %v; want DYNAMIC_BROKER_CONFIG", c.Key, c.MaybeValue(), c.Source)
+			}
+		}
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "after"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	if cfg := mustTopic(t, ts, "after").Config(); cfg.RetentionAge != time.Hour || cfg.CleanupPolicy != passbook.CleanupCompact {
+		t.Fatalf("a topic created after the change: %+v", cfg)
+	}
+	// Deleting the dynamic config puts back the static default.
+	if rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "log.cleanup.policy"}}, NodeID); err != nil || rs[0].Err != nil {
+		t.Fatalf("delete: %v %+v", err, rs)
+	}
+	if d := ts.db.DefaultTopicConfig(); d.CleanupPolicy == passbook.CleanupCompact || d.RetentionAge != time.Hour {
+		t.Fatalf("after deleting log.cleanup.policy: %+v", d)
+	}
+}

@@ -12,9 +12,10 @@ import (
 // broker (resource type BROKER): each one's real value here, from the
 // server's Options (serve's flags) and the data directory's topic
 // defaults. A value other than passbook's default was set by a flag:
-// STATIC_BROKER_CONFIG. None can change while the server runs
-// (AlterConfigs refuses them as Kafka refuses a read-only config), so all
-// are read-only.
+// STATIC_BROKER_CONFIG. Those that set a topic default (log.*,
+// message.max.bytes) can change while the server runs (AlterConfigs;
+// DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG once changed);
+// the others are read-only.
 var brokerConfigs = []brokerConfigKey{
 	{name: "auto.create.topics.enable", typ: kmsg.ConfigTypeBoolean, doc: "Metadata creates missing topics a client asks for (serve --auto-create-topics)",
 		get: func(s *Server, _ Options) string { return strconv.FormatBool(!s.o.DisableAutoCreateTopics) }},
@@ -100,4 +101,27 @@ func (k *brokerConfigKey) value(s *Server) (string, bool) {
 		return v, true
 	}
 	return v, v == k.def(defaults)
+}
+
+func findBrokerConfig(name string) *brokerConfigKey {
+	for i := range brokerConfigs {
+		if brokerConfigs[i].name == name {
+			return &brokerConfigs[i]
+		}
+	}
+	return nil
+}
+
+// dynamic reports whether the config can change while the server runs:
+// it sets a topic default.
+func (k *brokerConfigKey) dynamic() bool { return k.topic != "" }
+
+// setDynamically reports whether the config's value was set while
+// running (SetDefaultTopicConfig).
+func (k *brokerConfigKey) setDynamically(s *Server) bool {
+	if !k.dynamic() {
+		return false
+	}
+	_, isDefault := findTopicConfig(k.topic).value(s.db.SetTopicDefaults())
+	return !isDefault
 }

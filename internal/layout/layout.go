@@ -5,6 +5,8 @@
 //	                   (it records the holder's pid)
 //	  offsets.db       the offset store (offsets.Open), with its -wal and -shm
 //	  security/        users, ACLs and tokens (auth, acl)
+//	  topic-defaults.json  the topic defaults set while running (Kafka's
+//	                   dynamic broker configs), if any
 //	  topics/
 //	    NAME/
 //	      topic.json   the topic's configuration and ID
@@ -29,6 +31,8 @@ const (
 	Security  = "security"
 	Topics    = "topics"
 	TopicFile = "topic.json"
+	// TopicDefaults holds the topic defaults set while running.
+	TopicDefaults = "topic-defaults.json"
 )
 
 // LockFile is the data directory dir's lock file.
