@@ -123,8 +123,8 @@ func TestConsumerGroup_RevokedBeforeReassigned(t *testing.T) {
 	a := newHBClient(t, ts, "g", "member-a", id)
 	b := newHBClient(t, ts, "g", "member-b", id)
 
-	if r := a.join("t"); r.ErrorCode != 0 || r.MemberEpoch != 1 {
-		t.Fatalf("a joins: error %d epoch %d, want 0, 1", r.ErrorCode, r.MemberEpoch)
+	if r := a.join("t"); r.ErrorCode != 0 || r.MemberEpoch != 1 || r.HeartbeatIntervalMillis != 5000 {
+		t.Fatalf("a joins: error %d epoch %d interval %d ms, want 0, 1 and Kafka's default 5,000 ms", r.ErrorCode, r.MemberEpoch, r.HeartbeatIntervalMillis)
 	}
 	if got := a.partitions(); len(got) != 4 {
 		t.Fatalf("a alone owns %v, want all 4", got)
