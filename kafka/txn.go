@@ -396,7 +396,13 @@ func (tc *txnCoordinator) initProducer(ctx context.Context, id string, timeoutMs
 				m.mu.Unlock()
 				return 0, 0, err
 			}
-			m.prevPID, m.pid, m.epoch, m.lastEpoch = m.pid, pid, 0, noEpoch
+			// Kafka's prepareProducerIdRotation: a KIP-360 caller's
+			// retry (the old id, the exhausted epoch) gets the new id.
+			last := int16(noEpoch)
+			if expect {
+				last = m.epoch
+			}
+			m.prevPID, m.pid, m.epoch, m.lastEpoch = m.pid, pid, 0, last
 		} else {
 			switch {
 			case !expect:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -558,5 +559,33 @@ func TestTxn_RecoveredAfterCrash(t *testing.T) {
 		if len(aborted) != 1 || aborted[0].ProducerID == pid {
 			t.Errorf("partition %d: aborted %+v, want only the hung transaction", p, aborted)
 		}
+	}
+}
+
+// An epoch that reaches 32,766 rotates to a new producer id, which a
+// KIP-360 retry of that rotation is given too; the old id is fenced.
+func TestTxn_EpochExhausted(t *testing.T) {
+	ts := startServer(t, nil)
+	rc := dialRaw(t, ts.addr)
+	initPID := func(pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 4, kmsg.StringPtr("x"), 60_000, pid, epoch
+		return rc.do(req).(*kmsg.InitProducerIDResponse)
+	}
+	first := initPID(-1, -1)
+	m := ts.srv.txns.byID("x")
+	m.mu.Lock()
+	m.epoch = math.MaxInt16 - 1
+	m.mu.Unlock()
+	rotated := initPID(first.ProducerID, math.MaxInt16-1)
+	if rotated.ErrorCode != 0 || rotated.ProducerID == first.ProducerID || rotated.ProducerEpoch != 0 {
+		t.Fatalf("at the last epoch: %+v, want a new producer id at epoch 0", rotated)
+	}
+	if retry := initPID(first.ProducerID, math.MaxInt16-1); retry.ErrorCode != 0 || retry.ProducerID != rotated.ProducerID || retry.ProducerEpoch != 0 {
+		t.Fatalf("the retry of the rotation: %+v, want %d epoch 0", retry, rotated.ProducerID)
+	}
+	wantErrCode(t, "the old id at an old epoch", initPID(first.ProducerID, 3).ErrorCode, kerr.ProducerFenced)
+	if next := initPID(-1, -1); next.ErrorCode != 0 || next.ProducerID != rotated.ProducerID || next.ProducerEpoch != 1 {
+		t.Fatalf("a new producer after the rotation: %+v", next)
 	}
 }
