@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Java Kafka client (org.apache.kafka:kafka-clients, version pinned
-# in pom.xml) against `passbook serve`: admin calls, idempotent produce
-# with every codec, classic consumer groups (ClientsCheck plain), then
+# in pom.xml) against `passbook serve`: admin calls (configs described
+# and altered, partitions created, records deleted), idempotent produce
+# with every codec, classic and KIP-848 consumer groups, transactions
+# and fencing (ClientsCheck plain), then
 # TLS + SCRAM-SHA-256 + ACLs against a server with --tls-cert --sasl
 # --authorize (ClientsCheck secure). Maven fetches the jars from Maven
 # Central into ~/.m2 and builds into target/ here; if Maven Central

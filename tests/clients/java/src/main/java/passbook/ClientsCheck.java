@@ -12,6 +12,11 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.NewPartitions;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
@@ -178,7 +183,7 @@ public final class ClientsCheck {
                 });
             }
 
-            check("listOffsets earliest, latest and max timestamp", () -> {
+            check("listOffsets earliest and latest", () -> {
                 TopicPartition tp = new TopicPartition("java-none", 0);
                 ListOffsetsResult latest = admin.listOffsets(Map.of(tp, OffsetSpec.latest()));
                 ListOffsetsResult earliest = admin.listOffsets(Map.of(tp, OffsetSpec.earliest()));
@@ -226,6 +231,127 @@ public final class ClientsCheck {
                 }
                 expect(perPartition.equals(Map.of(0, 100, 1, 100, 2, 100)), "per partition " + perPartition);
                 expect(consume("g-split", "java-admin", 0).isEmpty(), "the group read records again after committing them");
+            });
+
+            check("incrementalAlterConfigs sets retention.ms live; describeConfigs shows it set dynamically", () -> {
+                ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, "java-admin");
+                admin.incrementalAlterConfigs(Map.of(r, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "7200000"), AlterConfigOp.OpType.SET),
+                        new AlterConfigOp(new ConfigEntry("max.message.bytes", "2000000"), AlterConfigOp.OpType.SET)))).all().get(15, TimeUnit.SECONDS);
+                Config c = admin.describeConfigs(List.of(r)).all().get().get(r);
+                expect("7200000".equals(c.get("retention.ms").value()), "retention.ms = " + c.get("retention.ms").value());
+                expect(c.get("retention.ms").source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, "source " + c.get("retention.ms").source());
+                expect("2000000".equals(c.get("max.message.bytes").value()), "max.message.bytes = " + c.get("max.message.bytes").value());
+            });
+            check("incrementalAlterConfigs with an invalid value is refused and changes nothing", () -> {
+                ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, "java-admin");
+                try {
+                    admin.incrementalAlterConfigs(Map.of(r, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET),
+                            new AlterConfigOp(new ConfigEntry("cleanup.policy", "sometimes"), AlterConfigOp.OpType.SET)))).all().get(15, TimeUnit.SECONDS);
+                    throw new AssertionError("accepted cleanup.policy=sometimes");
+                } catch (ExecutionException e) {
+                    expect(e.getCause() instanceof org.apache.kafka.common.errors.InvalidConfigurationException
+                            || e.getCause() instanceof org.apache.kafka.common.errors.InvalidRequestException, "got " + e.getCause());
+                }
+                Config c = admin.describeConfigs(List.of(r)).all().get().get(r);
+                expect("7200000".equals(c.get("retention.ms").value()), "retention.ms = " + c.get("retention.ms").value());
+            });
+            check("createPartitions grows java-admin to 5; the new partitions take records", () -> {
+                admin.createPartitions(Map.of("java-admin", NewPartitions.increaseTo(5))).all().get(15, TimeUnit.SECONDS);
+                TopicDescription d = admin.describeTopics(List.of("java-admin")).allTopicNames().get().get("java-admin");
+                expect(d.partitions().size() == 5, "partitions: " + d.partitions().size());
+                try (KafkaProducer<String, String> p = producer()) {
+                    RecordMetadata m = p.send(new ProducerRecord<>("java-admin", 4, "k", "v")).get(30, TimeUnit.SECONDS);
+                    expect(m.partition() == 4 && m.offset() == 0, "partition " + m.partition() + " offset " + m.offset());
+                }
+            });
+            check("deleteRecords moves the log start; listOffsets earliest follows; a consumer from the start begins there", () -> {
+                TopicPartition tp = new TopicPartition("java-gzip", 0);
+                long low = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(200))).lowWatermarks().get(tp).get(15, TimeUnit.SECONDS).lowWatermark();
+                expect(low == 200, "low watermark " + low);
+                long earliest = admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).partitionResult(tp).get().offset();
+                expect(earliest == 200, "earliest " + earliest);
+                List<ConsumerRecord<String, String>> got = consume("g-after-trim", "java-gzip", N - 200);
+                expect(got.size() == N - 200 && got.get(0).offset() == 200, "read " + got.size() + " from " + (got.isEmpty() ? -1 : got.get(0).offset()));
+            });
+            check("a transactional producer: a committed transaction is read by read_committed, an aborted one only by read_uncommitted", () -> {
+                admin.createTopics(List.of(new NewTopic("java-txn", 1, (short) 1))).all().get(15, TimeUnit.SECONDS);
+                try (KafkaProducer<String, String> p = producer(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "java-tx")) {
+                    p.initTransactions();
+                    p.beginTransaction();
+                    for (int i = 0; i < 10; i++) p.send(new ProducerRecord<>("java-txn", 0, null, "committed-" + i));
+                    p.commitTransaction();
+                    p.beginTransaction();
+                    for (int i = 0; i < 5; i++) p.send(new ProducerRecord<>("java-txn", 0, null, "aborted-" + i));
+                    p.flush();
+                    p.abortTransaction();
+                    p.beginTransaction();
+                    p.send(new ProducerRecord<>("java-txn", 0, null, "last"));
+                    p.commitTransaction();
+                }
+                List<String> committed = new ArrayList<>(), everything = new ArrayList<>();
+                for (ConsumerRecord<String, String> r : consume("g-rc", "java-txn", 11, ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed")) committed.add(r.value());
+                for (ConsumerRecord<String, String> r : consume("g-ru", "java-txn", 16, ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted")) everything.add(r.value());
+                expect(committed.size() == 11 && committed.get(10).equals("last") && committed.stream().noneMatch(v -> v.startsWith("aborted")), "read_committed: " + committed);
+                expect(everything.size() == 16 && everything.stream().filter(v -> v.startsWith("aborted")).count() == 5, "read_uncommitted: " + everything);
+                ListOffsetsResult rc = admin.listOffsets(Map.of(new TopicPartition("java-txn", 0), OffsetSpec.latest()),
+                        new ListOffsetsOptions(org.apache.kafka.common.IsolationLevel.READ_COMMITTED));
+                // 16 records and 3 markers: the last stable offset is the end.
+                expect(rc.partitionResult(new TopicPartition("java-txn", 0)).get().offset() == 19, "LSO " + rc.partitionResult(new TopicPartition("java-txn", 0)).get().offset());
+            });
+            check("a second producer with the same transactional.id fences the first (ProducerFencedException)", () -> {
+                try (KafkaProducer<String, String> a = producer(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "java-fence");
+                     KafkaProducer<String, String> b = producer(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "java-fence")) {
+                    a.initTransactions();
+                    a.beginTransaction();
+                    a.send(new ProducerRecord<>("java-txn", 0, null, "zombie")).get(30, TimeUnit.SECONDS);
+                    b.initTransactions();
+                    try {
+                        a.commitTransaction();
+                        throw new AssertionError("the fenced producer committed");
+                    } catch (org.apache.kafka.common.errors.ProducerFencedException | org.apache.kafka.common.errors.InvalidProducerEpochException e) {
+                        // as Kafka
+                    }
+                }
+            });
+            check("group.protocol=consumer (KIP-848): two members split 3 partitions, read every record once, commit", () -> {
+                admin.createTopics(List.of(new NewTopic("java-848", 3, (short) 1))).all().get(15, TimeUnit.SECONDS);
+                Object[] kip848 = {ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer"};
+                Map<Integer, Integer> perPartition = new HashMap<>();
+                try (KafkaConsumer<String, String> a = consumer("g-848", kip848); KafkaConsumer<String, String> b = consumer("g-848", kip848)) {
+                    a.subscribe(List.of("java-848"));
+                    b.subscribe(List.of("java-848"));
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                    while ((a.assignment().isEmpty() || b.assignment().isEmpty()
+                            || a.assignment().size() + b.assignment().size() != 3) && System.nanoTime() < deadline) {
+                        a.poll(Duration.ofMillis(100));
+                        b.poll(Duration.ofMillis(100));
+                    }
+                    expect(!a.assignment().isEmpty() && !b.assignment().isEmpty() && a.assignment().size() + b.assignment().size() == 3,
+                            "assignments " + a.assignment() + " / " + b.assignment());
+                    try (KafkaProducer<String, String> p = producer()) {
+                        List<Future<RecordMetadata>> fs = new ArrayList<>();
+                        for (int i = 0; i < 300; i++) fs.add(p.send(new ProducerRecord<>("java-848", i % 3, null, "v" + i)));
+                        for (Future<RecordMetadata> f : fs) f.get(30, TimeUnit.SECONDS);
+                    }
+                    int total = 0;
+                    while (total < 300 && System.nanoTime() < deadline) {
+                        for (KafkaConsumer<String, String> c : List.of(a, b)) {
+                            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+                                perPartition.merge(r.partition(), 1, Integer::sum);
+                                total++;
+                            }
+                        }
+                    }
+                    a.commitSync();
+                    b.commitSync();
+                }
+                expect(perPartition.equals(Map.of(0, 100, 1, 100, 2, 100)), "per partition " + perPartition);
+                Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets("g-848").partitionsToOffsetAndMetadata().get();
+                for (int i = 0; i < 3; i++) {
+                    OffsetAndMetadata om = committed.get(new TopicPartition("java-848", i));
+                    expect(om != null && om.offset() == 100, "committed " + committed);
+                }
+                expect(consume("g-848", "java-848", 0, kip848).isEmpty(), "the group read records again after committing them");
             });
 
             check("deleteTopics removes the topics", () -> {
