@@ -18,6 +18,10 @@ package kafka
 // waits for it (see reply.wait), holding back only that connection's
 // later responses, as Kafka does.
 //
+// Groups of the KIP-848 consumer protocol (ConsumerGroupHeartbeat) are
+// in group848.go, with the same coordinator, lock and offset store; static
+// membership (KIP-345) of classic groups is in 11_join_group.go.
+//
 // Locking: one mutex, coordinator.mu, guards every group; every method
 // of group expects it held. Timers (session, rebalance, pending sync)
 // take it when they fire and check that what they were armed for still
