@@ -34,6 +34,9 @@ if ! mvn -q -B -f "$dir/pom.xml" compile >"$work/mvn.log" 2>&1; then
 	exit 1
 fi
 cp="$dir/target/classes:$(cat "$dir/target/classpath.txt")"
+# wc runs one mode of WordCount. Background jobs call java directly, so
+# that $! is the JVM's PID (a backgrounded function would be a subshell,
+# and a SIGKILL to it would leave the JVM running).
 wc() { java -cp "$cp" passbook.WordCount "$@"; }
 
 # A fixed port, so that the restarted server is where the clients look.
@@ -41,12 +44,12 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 start_server --kafka "127.0.0.1:$port"
 check "wc-input and wc-output created" wc create "$addr"
 
-wc run "$addr" "$guarantee" "$work/state" >"$work/app.log" 2>&1 &
+java -cp "$cp" passbook.WordCount run "$addr" "$guarantee" "$work/state" >"$work/app.log" 2>&1 &
 app_pid=$!
 extra_pids+=("$app_pid")
 # The input arrives over about 20 s while the application runs, so that
 # each kill below falls in the middle of its transactions.
-wc produce "$addr" "$lines" 1000 >"$work/produce.log" 2>&1 &
+java -cp "$cp" passbook.WordCount produce "$addr" "$lines" 1000 >"$work/produce.log" 2>&1 &
 producer_pid=$!
 extra_pids+=("$producer_pid")
 
@@ -66,7 +69,7 @@ restart_server() {
 restart_app() {
 	kill -KILL "$app_pid"
 	wait "$app_pid" 2>/dev/null
-	wc run "$addr" "$guarantee" "$work/state" >>"$work/app.log" 2>&1 &
+	java -cp "$cp" passbook.WordCount run "$addr" "$guarantee" "$work/state" >>"$work/app.log" 2>&1 &
 	app_pid=$!
 	extra_pids+=("$app_pid")
 }
