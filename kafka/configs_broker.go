@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/passbook-log/passbook"
@@ -27,6 +28,14 @@ var brokerConfigs = []brokerConfigKey{
 		get: func(*Server, Options) string { return "1" }},
 	{name: "fetch.max.bytes", typ: kmsg.ConfigTypeInt, doc: "most record bytes in one fetch response (serve --fetch-max-bytes)",
 		get: func(s *Server, _ Options) string { return strconv.Itoa(s.o.FetchMaxBytes) }, def: func(d Options) string { return strconv.Itoa(d.FetchMaxBytes) }},
+	{name: "group.consumer.assignors", typ: kmsg.ConfigTypeList, doc: "the server-side assignors of KIP-848 groups; the first is the default",
+		get: func(s *Server, _ Options) string { return strings.Join(s.groups.consumerConfig().assignors, ",") }, def: func(Options) string { return "uniform,range" }},
+	{name: "group.consumer.heartbeat.interval.ms", typ: kmsg.ConfigTypeInt, doc: "heartbeat interval of KIP-848 group members (serve --group-consumer-heartbeat-interval)",
+		get: func(s *Server, _ Options) string { return msString(s.groups.consumerConfig().heartbeat) }, def: func(Options) string { return msString(defaultConsumerHeartbeatInterval) }},
+	{name: "group.consumer.max.size", typ: kmsg.ConfigTypeInt, doc: "most members of a KIP-848 group (serve --group-consumer-max-size)",
+		get: func(s *Server, _ Options) string { return strconv.Itoa(s.groups.consumerConfig().maxSize) }, def: func(Options) string { return strconv.Itoa(defaultConsumerMaxSize) }},
+	{name: "group.consumer.session.timeout.ms", typ: kmsg.ConfigTypeInt, doc: "session timeout of KIP-848 group members (serve --group-consumer-session-timeout)",
+		get: func(s *Server, _ Options) string { return msString(s.groups.consumerConfig().session) }, def: func(Options) string { return msString(defaultConsumerSessionTimeout) }},
 	{name: "group.max.session.timeout.ms", typ: kmsg.ConfigTypeInt, doc: "longest session timeout a group member may ask for (serve --group-max-session-timeout)",
 		get: func(s *Server, _ Options) string { return msString(s.o.GroupMaxSessionTimeout) }, def: func(d Options) string { return msString(d.GroupMaxSessionTimeout) }},
 	{name: "group.min.session.timeout.ms", typ: kmsg.ConfigTypeInt, doc: "shortest session timeout a group member may ask for (serve --group-min-session-timeout)",

@@ -70,6 +70,13 @@ type consumerGroupConfig struct {
 	assignors []string // the first is the default
 }
 
+// consumerConfig returns the group.consumer.* settings.
+func (co *coordinator) consumerConfig() consumerGroupConfig {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return co.consumer
+}
+
 // topicMeta is what the assignment needs of a topic.
 type topicMeta struct {
 	name       string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -619,5 +620,28 @@ func BenchmarkConsumerGroup_Heartbeat(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		beat(ms[i%len(ms)], false)
+	}
+}
+
+// The broker's DescribeConfigs reports the group.consumer.* settings in
+// force.
+func TestConsumerGroup_BrokerConfigs(t *testing.T) {
+	ts := startServer(t, &Options{GroupConsumerSessionTimeout: 20 * time.Second})
+	rcs, err := kadm.NewClient(ts.client(t)).DescribeBrokerConfigs(context.Background(), NodeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range rcs[0].Configs {
+		got[c.Key] = c.MaybeValue() + " " + c.Source.String()
+	}
+	for k, want := range map[string]string{
+		"group.consumer.session.timeout.ms":    "20000 STATIC_BROKER_CONFIG",
+		"group.consumer.heartbeat.interval.ms": "5000 DEFAULT_CONFIG",
+		"group.consumer.assignors":             "uniform,range DEFAULT_CONFIG",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q", k, got[k], want)
+		}
 	}
 }
