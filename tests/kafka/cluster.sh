@@ -73,9 +73,9 @@ print(" ".join(str(s.getsockname()[1]) for s in held))
 PY
 }
 
+_kafka_jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto -Dlog4j2.level=WARN)
 _kafka_java() {
-	java -Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
-		-Dlog4j2.level=WARN -cp "$KAFKA_JARS/*" "$@"
+	java "${_kafka_jvm[@]}" -cp "$KAFKA_JARS/*" "$@"
 }
 
 # kafka_start N starts N KRaft nodes, each both controller and broker,
@@ -143,7 +143,10 @@ PROPS
 
 _kafka_start_node() {
 	local i=$1
-	_kafka_java kafka.Kafka "$KAFKA_WORK/node$i.properties" >>"$KAFKA_WORK/node$i.log" 2>&1 &
+	# java itself in the background, not _kafka_java: a backgrounded
+	# function runs in a subshell, $! would be the subshell's PID, and a
+	# kill of it would leave the JVM running.
+	java "${_kafka_jvm[@]}" -cp "$KAFKA_JARS/*" kafka.Kafka "$KAFKA_WORK/node$i.properties" >>"$KAFKA_WORK/node$i.log" 2>&1 &
 	_kafka_pids[i - 1]=$!
 }
 
