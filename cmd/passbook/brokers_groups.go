@@ -13,6 +13,7 @@ import (
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -303,7 +304,7 @@ func remoteOffsetsSet(ctx context.Context, e *env, b *brokerFlags, name, topic s
 	return nil
 }
 
-func remoteReplay(ctx context.Context, e *env, b *brokerFlags, topic, name string, to consumer.Start, partitions []int32, create bool) error {
+func remoteReplay(ctx context.Context, e *env, b *brokerFlags, topic, name string, to consumer.Start, iso storage.Isolation, partitions []int32, create bool) error {
 	c, err := b.dial(ctx)
 	if err != nil {
 		return err
@@ -336,6 +337,17 @@ func remoteReplay(ctx context.Context, e *env, b *brokerFlags, topic, name strin
 	moved, err := c.targets(ctx, ext, to, partitions)
 	if err != nil {
 		return asUsage(err, "--to")
+	}
+	if kind, _, _ := startParts(to); kind == "latest" {
+		// Where the group's reads end for its isolation (the last
+		// stable offset read committed), as on a data directory.
+		ends, err := c.readable(ctx, ext, iso)
+		if err != nil {
+			return err
+		}
+		for p := range moved {
+			moved[p] = ends[p]
+		}
 	}
 	if err := c.refuseLive(ctx, name, "replay"); err != nil {
 		return err

@@ -52,8 +52,9 @@ func txnWrite(t *testing.T, addr, topic string) *kgo.Client {
 // transaction) and skips the aborted one — and everything with
 // --isolation read_uncommitted; the same over --brokers against passbook
 // serve and on the data directory serve wrote, after serve is stopped
-// with the transaction still open; a bad --isolation exits 2 and commits
-// nothing.
+// with the transaction still open; replay --to latest moves a consumer to
+// where its reads end for its isolation; a bad --isolation exits 2 and
+// commits nothing.
 func TestBinary_ConsumeIsolation(t *testing.T) {
 	dir := t.TempDir()
 	p, stop, _ := launchServe(t, dir, 20*time.Second, 15*time.Second)
@@ -101,6 +102,31 @@ func TestBinary_ConsumeIsolation(t *testing.T) {
 				listArgs := append([]string{"offsets", "list", "--consumer", where + "-default"}, at...)
 				if out, errOut, code := runBinary(t, t.TempDir(), "", listArgs...); code != 0 || !strings.Contains(out, "orders  0          7") {
 					t.Errorf("%s: exit %d, %q %q; want the default consumer's offset at 7", strings.Join(listArgs, " "), code, out, errOut)
+				}
+			}
+			// replay --to latest is where the reads end: the last stable
+			// offset (7) read committed, the head (8) read uncommitted.
+			for _, tc := range []struct {
+				args []string
+				want string
+			}{
+				{nil, ": 3 -> 7\n"},
+				{[]string{"--isolation", "read_uncommitted"}, ": 7 -> 8\n"},
+				{[]string{"--isolation", "read_committed"}, ": 8 -> 7\n"},
+			} {
+				args := append(append([]string{"replay", "orders", "--consumer", where + "-read_committed", "--to", "latest"}, at...), tc.args...)
+				out, errOut, code := runBinary(t, t.TempDir(), "", args...)
+				if where == "brokers" && tc.args == nil {
+					tc.want = ": 7 -> 7\n" // over Kafka the position is past the markers already
+				}
+				if code != 0 || !strings.HasSuffix(out, tc.want) {
+					t.Errorf("%s: exit %d, stdout %q, stderr %s; want it to end %q", strings.Join(args, " "), code, out, errOut, tc.want)
+				}
+			}
+			for _, bad := range []string{"committed-ish", "READ_COMMITTED", ""} {
+				args := append(append([]string{"replay", "orders", "--consumer", where + "-default", "--to", "earliest"}, at...), "--isolation", bad)
+				if _, errOut, code := runBinary(t, t.TempDir(), "", args...); code != 2 || !strings.Contains(errOut, "want read_committed or read_uncommitted") {
+					t.Errorf("replay --isolation %q: exit %d, stderr %q; want 2", bad, code, errOut)
 				}
 			}
 			for _, bad := range []string{"committed-ish", "READ_COMMITTED", ""} {

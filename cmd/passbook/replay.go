@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"github.com/passbook-log/passbook"
 
 	"github.com/passbook-log/passbook/consumer"
 	"github.com/passbook-log/passbook/internal/thousands"
 	"github.com/passbook-log/passbook/offsets"
+	"github.com/passbook-log/passbook/storage"
 	"github.com/spf13/cobra"
 )
 
 func newReplayCmd(e *env) *cobra.Command {
-	var name, to string
+	var name, to, isolation string
 	var partitions []int32
 	var create bool
 	var b *brokerFlags
@@ -26,6 +30,11 @@ refuses while the consumer is running.
 A consumer that has committed nothing on the topic is refused, with the
 names of those that have, so that a typo does not start a new consumer:
 pass --create to make it (it then starts where --to says).
+
+--to latest is where the consumer's reads end: with --isolation
+read_committed (the default) each partition's last stable offset, so that
+the records of a transaction still open are read once it commits; with
+--isolation read_uncommitted the head.
 
 With --brokers the consumer is a consumer group: replay resets its offsets
 as kafka-consumer-groups --reset-offsets --execute does, and refuses (exit
@@ -44,11 +53,15 @@ as kafka-consumer-groups --reset-offsets --execute does, and refuses (exit
 			if err != nil {
 				return usageError{err}
 			}
+			iso, err := consumer.ParseIsolation(isolation)
+			if err != nil {
+				return usageError{err}
+			}
 			if ok, err := b.remote(cmd); ok || err != nil {
 				if err != nil {
 					return err
 				}
-				return remoteReplay(cmd.Context(), e, b, args[0], name, target, partitions, create)
+				return remoteReplay(cmd.Context(), e, b, args[0], name, target, iso, partitions, create)
 			}
 			db, t, err := e.topic(args[0])
 			if err != nil {
@@ -74,7 +87,12 @@ as kafka-consumer-groups --reset-offsets --execute does, and refuses (exit
 				err := noSuchConsumer(ctx, db, name, t.Name())
 				return fmt.Errorf("%w; to start a new consumer there, pass --create", err)
 			}
-			moved, err := consumer.Seek(ctx, db.Offsets(), t, name, target, partitions)
+			var moved map[int32]int64
+			if target.String() == "latest" && iso == storage.ReadUncommitted {
+				moved, err = seekHeads(ctx, db, t, name, partitions)
+			} else {
+				moved, err = consumer.Seek(ctx, db.Offsets(), t, name, target, partitions) // latest: the last stable offset
+			}
 			if err != nil {
 				return asUsage(err, "--to")
 			}
@@ -86,8 +104,33 @@ as kafka-consumer-groups --reset-offsets --execute does, and refuses (exit
 	cmd.Flags().StringVar(&name, "consumer", "", "consumer name (required)")
 	cmd.Flags().StringVar(&to, "to", "", "earliest, latest, an offset, or an RFC 3339 time (required)")
 	cmd.Flags().Int32SliceVar(&partitions, "partition", nil, "only these partitions (default all)")
+	cmd.Flags().StringVar(&isolation, "isolation", "read_committed", "where --to latest is: read_committed (the last stable offset) or read_uncommitted (the head)")
 	cmd.Flags().BoolVar(&create, "create", false, "make the consumer if it has committed nothing on the topic yet")
 	return cmd
+}
+
+// seekHeads moves consumer name to the head of each partition (all, or
+// those given): --to latest read uncommitted, past the records of open
+// transactions. The partitions were checked; each move is consumer.Seek's.
+func seekHeads(ctx context.Context, db *passbook.DB, t *passbook.Topic, name string, partitions []int32) (map[int32]int64, error) {
+	if partitions == nil {
+		for p := range t.Partitions() {
+			partitions = append(partitions, int32(p))
+		}
+	}
+	moved := map[int32]int64{}
+	for _, p := range partitions {
+		l, err := t.Partition(p)
+		if err != nil {
+			return moved, err
+		}
+		m, err := consumer.Seek(ctx, db.Offsets(), t, name, consumer.AtOffset(l.Head()), []int32{p})
+		if err != nil {
+			return moved, err
+		}
+		moved[p] = m[p]
+	}
+	return moved, nil
 }
 
 // printMoved is replay's lines: each partition moved, from where to where.
