@@ -156,6 +156,86 @@ def _():
     expect(latest.offset == N and earliest.offset == 0, f"latest {latest.offset}, earliest {earliest.offset}")
 
 
+@check("confluent-kafka: incremental_alter_configs sets retention.ms; create_partitions grows a topic; delete_records moves its start")
+def _():
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, NewPartitions
+
+    r = ConfigResource("topic", "py-admin", incremental_configs=[ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+    for f in admin.incremental_alter_configs([r]).values():
+        f.result(timeout=15)
+    for f in admin.describe_configs([ConfigResource("topic", "py-admin")]).values():
+        v = f.result(timeout=15)["retention.ms"].value
+        expect(v == "7200000", f"retention.ms = {v}")
+    for f in admin.create_partitions([NewPartitions("py-admin", 5)]).values():
+        f.result(timeout=15)
+    md = admin.list_topics("py-admin", timeout=10)
+    expect(len(md.topics["py-admin"].partitions) == 5, f"partitions: {len(md.topics['py-admin'].partitions)}")
+    tp = TopicPartition("py-ck-gzip", 0, 100)
+    for f in admin.delete_records([tp]).values():
+        low = f.result(timeout=15).low_watermark
+        expect(low == 100, f"low watermark {low}")
+    earliest = admin.list_offsets({TopicPartition("py-ck-gzip", 0): OffsetSpec.earliest()})
+    for f in earliest.values():
+        expect(f.result(timeout=15).offset == 100, "earliest not 100")
+
+
+@check("confluent-kafka: a transactional producer — read_committed sees the committed transaction, not the aborted one")
+def _():
+    p = Producer({"bootstrap.servers": ADDR, "transactional.id": "py-tx"})
+    p.init_transactions(15)
+    p.begin_transaction()
+    for i in range(10):
+        p.produce("py-txn", value=f"committed-{i}".encode(), partition=0)
+    p.commit_transaction(15)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce("py-txn", value=f"aborted-{i}".encode(), partition=0)
+    p.flush(15)
+    p.abort_transaction(15)
+    p.begin_transaction()
+    p.produce("py-txn", value=b"last", partition=0)
+    p.commit_transaction(15)
+    for iso, want in (("read_committed", 11), ("read_uncommitted", 16)):
+        c = Consumer({"bootstrap.servers": ADDR, "group.id": f"py-{iso}", "auto.offset.reset": "earliest", "isolation.level": iso, "enable.auto.commit": False})
+        try:
+            c.subscribe(["py-txn"])
+            got, deadline = [], time.time() + 30
+            while len(got) < want and time.time() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got.append(m.value().decode())
+            extra = c.poll(1.0)
+        finally:
+            c.close()
+        aborted = [v for v in got if v.startswith("aborted")]
+        expect(len(got) == want and extra is None, f"{iso}: read {len(got)}, want {want}")
+        expect(len(aborted) == (0 if iso == "read_committed" else 5), f"{iso}: {len(aborted)} aborted records")
+
+
+@check("confluent-kafka: group.protocol=consumer (KIP-848) reads a topic once and commits")
+def _():
+    p = Producer({"bootstrap.servers": ADDR})
+    for i in range(100):
+        p.produce("py-848", value=f"v{i}".encode(), partition=0)
+    expect(p.flush(30) == 0, "undelivered")
+    c = Consumer({"bootstrap.servers": ADDR, "group.id": "py-848", "group.protocol": "consumer", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe(["py-848"])
+        got, deadline = [], time.time() + 40
+        while len(got) < 100 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.offset())
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    expect(got == list(range(100)), f"read {len(got)} records")
+    fs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("py-848")])
+    for f in fs.values():
+        tps = f.result(timeout=15).topic_partitions
+        expect([(tp.partition, tp.offset) for tp in tps] == [(0, 100)], f"offsets: {tps}")
+
+
 @check("kafka-python: KafkaAdminClient creates and lists topics")
 def _():
     a = KafkaAdminClient(bootstrap_servers=ADDR)
@@ -219,6 +299,32 @@ def _():
     finally:
         c.close()
     expect(got == [(0, N // 2, b"after")], f"read {got}")
+
+
+@check("kafka-python: create_partitions, delete_records and describe_configs take effect")
+def _():
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType
+
+    a = KafkaAdminClient(bootstrap_servers=ADDR)
+    try:
+        a.create_partitions({"py-kp": 3})
+        parts = a.describe_topics(["py-kp"])[0]["partitions"]
+        expect(len(parts) == 3, f"partitions: {len(parts)}")
+        a.delete_records({KTopicPartition("py-kp", 1): 100})
+        c = KafkaConsumer(bootstrap_servers=ADDR)
+        try:
+            low = c.beginning_offsets([KTopicPartition("py-kp", 1)])[KTopicPartition("py-kp", 1)]
+        finally:
+            c.close()
+        expect(low == 100, f"beginning offset {low}")
+        # Kafka-python shows only what differs from the defaults unless asked.
+        modified = a.describe_configs([KConfigResource(ConfigResourceType.TOPIC, "py-kp")])["topic"]["py-kp"]
+        expect(modified == {}, f"modified configs of a topic created without any: {modified}")
+        every = a.describe_configs([KConfigResource(ConfigResourceType.TOPIC, "py-kp")], config_filter="all")["topic"]["py-kp"]
+        expect("retention.ms" in every and "cleanup.policy" in every, f"describe_configs: {sorted(every)[:10]}")
+    finally:
+        a.close()
 
 
 @check("confluent-kafka and kafka-python: delete_topics removes them")

@@ -3,8 +3,10 @@
 # (the librdkafka its wheel bundles) and kafka-python (pure Python), from
 # PyPI at the versions in requirements.txt, in a virtual environment kept
 # under ~/.cache/passbook (made anew when requirements.txt changes).
-# Produce with every codec, consumer groups with commits, and the admin
-# calls (clients.py). If PyPI cannot be reached the script says so and
+# Produce with every codec, consumer groups (classic and, with
+# confluent-kafka, KIP-848) with commits, a transactional producer with
+# read_committed readers, and the admin calls: configs described and
+# altered, partitions created, records deleted (clients.py). If PyPI cannot be reached the script says so and
 # exits 0 as skipped.
 dir=$(cd "$(dirname "$0")" && pwd)
 . "$dir/../lib.bash"
