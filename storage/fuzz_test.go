@@ -210,7 +210,9 @@ func validPrefix(seg []byte, cleaned bool) (want map[int64]batch.Record, next, w
 				clean = false // an error after the last record, too: bytes left over
 				break
 			}
-			want[rec.Offset] = rec.Clone()
+			if !h.IsControl() { // readers skip control batches (transaction markers)
+				want[rec.Offset] = rec.Clone()
+			}
 			off = rec.Offset + 1
 			n++
 			maxMs = max(maxMs, rec.Timestamp.UnixMilli())

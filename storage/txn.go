@@ -339,11 +339,11 @@ func txnPeek(open map[int64]OpenTxn, h batch.Header, b []byte) (txnEffect, error
 		return eff, nil
 	}
 	cr, err := ControlBatchType(b)
-	if err != nil {
-		return eff, err
-	}
-	if cr.Type != ControlAbort && cr.Type != ControlCommit {
-		return eff, nil // unknown control types are ignored, as in Kafka
+	if err != nil || cr.Type != ControlAbort && cr.Type != ControlCommit {
+		// Unknown control types are ignored, as in Kafka; so is a
+		// control record that does not decode (AppendMarker never writes
+		// one, and AppendBatch takes no control batch): it ends nothing.
+		return eff, nil
 	}
 	eff.closes = h.ProducerID
 	if cr.Type == ControlAbort {
