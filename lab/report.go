@@ -38,8 +38,8 @@ func (r *Result) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "first three offsets handed back: %s\n", offsetsList(r.FirstOffsets))
 	fmt.Fprintf(w, "last three offsets handed back:  %s\n", offsetsList(r.LastOffsets))
 	fmt.Fprintf(w, "offset of the last record:       %s\n", thousands.Int(r.LastOffset))
-	fmt.Fprintf(w, "(%s records in %.0f ms, %s records/s, written to segment files on disk)\n",
-		n, r.AppendMs, rate(r.Appended, r.AppendMs))
+	fmt.Fprintf(w, "(%s records in %s ms, %s records/s, written to segment files on disk)\n",
+		n, thousands.Float(r.AppendMs), rate(r.Appended, r.AppendMs))
 	fmt.Fprintf(w, `
 The first record got offset 0 and each one after got the next number up,
 because an offset is nothing but a record's place in line. Nothing was
@@ -147,10 +147,10 @@ later finds nothing of the past there to read.
 	pass := ""
 	if r.Tx != nil {
 		total += r.Tx.AfterMs
-		pass = fmt.Sprintf(", the after pass %.0f ms", r.Tx.AfterMs)
+		pass = fmt.Sprintf(", the after pass %s ms", thousands.Float(r.Tx.AfterMs))
 	}
-	fmt.Fprintf(w, "\n(part 1 %.0f ms, part 2 %.0f ms, part 3 %.0f ms%s; %s in all)\n",
-		r.PartMs[0], r.PartMs[1], r.PartMs[2], pass, fmtMs(total))
+	fmt.Fprintf(w, "\n(part 1 %s ms, part 2 %s ms, part 3 %s ms%s; %s in all)\n",
+		thousands.Float(r.PartMs[0]), thousands.Float(r.PartMs[1]), thousands.Float(r.PartMs[2]), pass, fmtMs(total))
 	if r.Dir != "" {
 		fmt.Fprintf(w, "the data directory was kept at %s\n", r.Dir)
 	}
