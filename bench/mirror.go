@@ -175,13 +175,12 @@ func countRecords(ctx context.Context, brokers, topic string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return 0, fmt.Errorf("list offsets of %s: %w", topic, err)
-			}
-			return p.Offset, nil
-		}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("list offsets of %s: no partition 0 in the answer", topic)
 	}
-	return 0, fmt.Errorf("list offsets of %s: no partition 0 in the answer", topic)
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return 0, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	return p.Offset, nil
 }

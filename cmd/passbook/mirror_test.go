@@ -485,12 +485,7 @@ func TestMirror_FromKafka(t *testing.T) {
 	if !strings.Contains(out, "identical") || strings.Contains(out, "mapped") {
 		t.Errorf("summary: want every topic identical:\n%s", out)
 	}
-	src := map[tp][]batch.Record{}
-	var parts []tp
-	for _, at := range []tp{{"orders", 0}, {"orders", 1}, {"orders", 2}, {"events", 0}} {
-		parts = append(parts, at)
-	}
-	src = kafkaRecords(t, brokers, parts)
+	src := kafkaRecords(t, brokers, []tp{{"orders", 0}, {"orders", 1}, {"orders", 2}, {"events", 0}})
 	tgt := sourceRecords(t, dir)
 	identical := map[string]bool{"orders": true, "events": true}
 	checkMirrored(t, src, tgt, identical, commits, dataCommits(t, dir))
