@@ -298,9 +298,9 @@ func (co *coordinator) validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest
 			return hbErr(kerr.InvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
 		}
 	case staticLeaveEpoch:
-		if req.InstanceID == nil {
-			return hbErr(kerr.InvalidRequest, "InstanceId can't be null.")
-		}
+		// Kafka wants the instance id here; franz-go 1.22 leaves
+		// without it, so leaveLocked takes −2 from a member it knows is
+		// static, and refuses it from any other.
 	case leaveEpoch:
 	default:
 		if req.MemberEpoch < 0 {
@@ -379,6 +379,9 @@ func (g *cgroup) leaveLocked(req heartbeatReq) (*kmsg.ConsumerGroupHeartbeatResp
 	if req.InstanceID == nil {
 		if m = g.members[req.MemberID]; m == nil {
 			return nil, hbErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.name)
+		}
+		if req.MemberEpoch == staticLeaveEpoch && !m.static() {
+			return nil, hbErr(kerr.InvalidRequest, "InstanceId can't be null.")
 		}
 	} else {
 		if m = g.static[*req.InstanceID]; m == nil {

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -216,6 +217,7 @@ func TestConsumerGroup_Errors(t *testing.T) {
 		}, kerr.InvalidRequest},
 		{"v1 without a member id", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest},
 		{"an empty group id", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidGroupID},
+		{"a static leave (-2) from a dynamic member", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -2 }, kerr.InvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := heartbeat(tc.mut); got.ErrorCode != tc.want.Code {
@@ -643,5 +645,62 @@ func TestConsumerGroup_BrokerConfigs(t *testing.T) {
 		if got[k] != want {
 			t.Errorf("%s: %q, want %q", k, got[k], want)
 		}
+	}
+}
+
+// A static franz-go member of a KIP-848 group closed (it leaves with
+// epoch −2) and started again with the same instance id within the
+// session timeout gets the same partitions, and the other member's epoch
+// does not move.
+func TestConsumerGroup_KgoStaticMemberRestarts(t *testing.T) {
+	ts := startServer(t, nil)
+	ts.consumerTimeouts(30*time.Second, 100*time.Millisecond)
+	ts.createTopic(t, "t", 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := func(inst string, a *kgoAssigned) *kgo.Client {
+		cl, err := kgo.NewClient(append(a.opts(), kgo.SeedBrokers(ts.addr), kgo.ConsumerGroup("static-848"), kgo.ConsumeTopics("t"),
+			kgo.ServerSideBalancer(), kgo.InstanceID(inst))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for ctx.Err() == nil && !errors.Is(cl.Context().Err(), context.Canceled) {
+				cl.PollFetches(ctx)
+			}
+		}()
+		return cl
+	}
+	var sa, oa, ra kgoAssigned
+	s := start("instance-s", &sa)
+	o := start("instance-o", &oa)
+	defer o.Close()
+	admin := ts.client(t)
+	members := func() map[string]kmsg.ConsumerGroupDescribeResponseGroupMember {
+		out := map[string]kmsg.ConsumerGroupDescribeResponseGroupMember{}
+		for _, m := range describeConsumerGroup(t, admin, "static-848").Members {
+			out[*m.InstanceID] = m
+		}
+		return out
+	}
+	waitUntil(t, "two members with two partitions each", func() bool {
+		d := describeConsumerGroup(t, admin, "static-848")
+		return d.State == "Stable" && len(d.Members) == 2 && sa.topics()["t"] == 2 && oa.topics()["t"] == 2
+	})
+	before := members()
+	s.Close() // epoch −2: it keeps its partitions
+	waitUntil(t, "the static member's leave", func() bool { return members()["instance-s"].MemberEpoch == -2 })
+	r := start("instance-s", &ra)
+	defer r.Close()
+	waitUntil(t, "the restarted member given its partitions", func() bool { return ra.topics()["t"] == 2 })
+	after := members()
+	if got, want := after["instance-s"].Assignment.TopicPartitions[0].Partitions, before["instance-s"].Assignment.TopicPartitions[0].Partitions; !slices.Equal(got, want) {
+		t.Errorf("the restarted member owns %v, want %v as before", got, want)
+	}
+	if after["instance-s"].MemberID == before["instance-s"].MemberID {
+		t.Errorf("the restarted member kept its member id %s; franz-go makes a new one", after["instance-s"].MemberID)
+	}
+	if got, want := after["instance-o"].MemberEpoch, before["instance-o"].MemberEpoch; got != want {
+		t.Errorf("the other member's epoch went from %d to %d, want unchanged", want, got)
 	}
 }
