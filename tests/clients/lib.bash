@@ -7,7 +7,8 @@
 #   start_server            # sets $addr; $work is a temporary directory
 #   check "name" command…   # runs the command; counts pass or fail
 #   finish kcat             # stops the server, runs after_stop if the script
-#                           # defines it, prints "kcat: N passed, M failed", exits
+#                           # defines it, prints "kcat: N passed, M failed",
+#                           # saves the checks for scripts/compat.sh, exits
 #   make_certs DIR CN       # a CA, a server certificate for 127.0.0.1 and a
 #                           # client certificate with common name CN, in DIR
 #   start_extra_server DIR ARGS…  # another passbook serve on data directory
@@ -110,10 +111,10 @@ check() {
 	shift
 	if "$@"; then
 		passed=$((passed + 1))
-		echo "ok   $name"
+		echo "ok   $name" | tee -a "$work/checks.txt"
 	else
 		failed=$((failed + 1))
-		echo "FAIL $name"
+		echo "FAIL $name" | tee -a "$work/checks.txt"
 	fi
 }
 
@@ -142,6 +143,17 @@ finish() {
 		tail -n 30 "$work/serve.log"
 	fi
 	echo "$1: $passed passed, $failed failed"
+	save_results "$1"
 	[ "$failed" -eq 0 ]
 	exit
+}
+
+# save_results NAME: with PASSBOOK_COMPAT_DIR set (scripts/compat.sh),
+# every check's line — the script's own and those its client programs
+# printed to $work/*.out — goes to $PASSBOOK_COMPAT_DIR/NAME.txt, for the
+# compatibility table of docs/kafka.md.
+save_results() {
+	[ -n "${PASSBOOK_COMPAT_DIR:-}" ] || return 0
+	mkdir -p "$PASSBOOK_COMPAT_DIR"
+	cat "$work/checks.txt" "$work"/*.out 2>/dev/null | grep -E '^(ok|FAIL) ' >"$PASSBOOK_COMPAT_DIR/$1.txt" || true
 }
