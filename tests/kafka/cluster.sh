@@ -17,7 +17,7 @@
 # picks the release: tests/kafka/pom.xml pins the default; KAFKA_JARS is
 # where the jars go (default ~/.cache/passbook/kafka-jars-$KAFKA_VERSION,
 # outside the repository). Each node's log is $KAFKA_WORK/nodeI.log.
-# Needs java (17 or later) and mvn.
+# Needs java (17 or later), mvn and python3 (to pick free ports).
 
 KAFKA_VERSION=${KAFKA_VERSION:-4.1.0}
 KAFKA_JARS=${KAFKA_JARS:-${XDG_CACHE_HOME:-$HOME/.cache}/passbook/kafka-jars-$KAFKA_VERSION}
@@ -35,7 +35,7 @@ kafka_jars() {
 		return 0
 	fi
 	local tool
-	for tool in java mvn; do
+	for tool in java mvn python3; do
 		if ! command -v "$tool" >/dev/null; then
 			echo "kafka: $tool is not installed: cannot run Apache Kafka from its jars"
 			return 1
