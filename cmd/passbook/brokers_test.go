@@ -254,6 +254,7 @@ func TestBrokers_Kfake(t *testing.T) {
     "committed": 1,
     "start": 0,
     "head": 3,
+    "stable": 3,
     "lag": 2,`},
 		{args: []string{"topic", "create", "other"}, stdout: "created topic other with 1 partition\n"},
 		{args: []string{"produce", "other"}, stdin: "z\n"},
