@@ -65,9 +65,9 @@ var topicConfigs = []topicConfigKey{
 	other("file.delete.delay.ms", kmsg.ConfigTypeLong, "60000", "log.segment.delete.delay.ms", longAtLeast(0), "[0, ...]",
 		"no effect: a deleted segment's files go when its last reader lets go of them (readers pin segments), so no delay is needed for reads in flight"),
 	other("flush.messages", kmsg.ConfigTypeLong, strconv.FormatInt(math.MaxInt64, 10), "log.flush.interval.messages", longAtLeast(1), "[1, ...]",
-		"no effect: fsync is the topic's durability (os, fsync or interval: passbook topic create --durability)"),
+		"at creation, 1 (fsync every message) makes the topic's durability fsync: every append fsync'd before it is acknowledged (group commit); any other value, or a later change, has no effect: fsync is the topic's durability (passbook topic create --durability)"),
 	other("flush.ms", kmsg.ConfigTypeLong, strconv.FormatInt(math.MaxInt64, 10), "log.flush.interval.ms", longAtLeast(0), "[0, ...]",
-		"no effect: fsync is the topic's durability (interval fsyncs every second)"),
+		"at creation, 0 makes the topic's durability fsync, as flush.messages=1 does; any other value, or a later change, has no effect"),
 	other("follower.replication.throttled.replicas", kmsg.ConfigTypeList, "", "", throttledReplicas, "* or a list of partition:broker",
 		"no effect: one broker has no followers to throttle"),
 	other("index.interval.bytes", kmsg.ConfigTypeInt, "4096", "log.index.interval.bytes", intBetween(0, math.MaxInt32), "[0, ...]",
@@ -343,6 +343,11 @@ func applyConfigs(c *passbook.TopicConfig, configs []kmsg.CreateTopicsRequestTop
 		if err := k.apply(c, kv.Value); err != nil {
 			return err
 		}
+	}
+	if c.Other["flush.messages"] == "1" || strings.TrimSpace(c.Other["flush.ms"]) == "0" {
+		// Kafka's way to ask for an fsync per message: passbook's
+		// durability fsync does that (with group commit).
+		c.Durability = passbook.Fsync
 	}
 	return checkCompactionLags(*c)
 }

@@ -69,6 +69,9 @@ func TestApplyConfigs(t *testing.T) {
 		{"compression.zstd.level", "-5", cfg{Other: map[string]string{"compression.zstd.level": "-5"}}, ""},
 		{"segment.index.bytes", "3", cfg{}, "Value must be at least 4"},
 		{"no.such.config", "1", cfg{}, "Unknown topic config name: no.such.config"},
+		{"flush.messages", "1", cfg{Durability: passbook.Fsync, Other: map[string]string{"flush.messages": "1"}}, ""},
+		{"flush.messages", "1000", cfg{Other: map[string]string{"flush.messages": "1000"}}, ""},
+		{"flush.ms", "0", cfg{Durability: passbook.Fsync, Other: map[string]string{"flush.ms": "0"}}, ""},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			var got cfg
