@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,5 +270,78 @@ func TestVerifyRepair_WrongTxnIndex(t *testing.T) {
 	defer l.Close()
 	if got := l.AbortedTxns(0, l.Head()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after repair and reopen: aborted %+v, want %+v", got, want)
+	}
+}
+
+// TestLog_Txn_FaultRecovered fails the i-th file-system operation of the
+// transaction workload once (the fault goes away), lets the log recover
+// (Retry, or a reopen after a failed fsync, which it does not retry) and
+// does the failed step again unless it took effect: in the end the
+// state, live and reopened, is the reference's — each step once, the
+// failed roll that sealed a segment and left it active included.
+func TestLog_Txn_FaultRecovered(t *testing.T) {
+	steps := txnCrashSteps()
+	o := Options{SegmentBytes: 400, IndexInterval: 128}
+	refs := txnReference(t, steps, o)
+	want := refs[len(refs)-1]
+	for i := 0; ; i++ {
+		mem := vfs.NewMem()
+		var armed atomic.Bool
+		faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: i, Kinds: vfs.AllOps, ShortWrite: i%2 == 1,
+			Filter: func(vfs.Op) bool { return armed.Load() }})
+		fo := o
+		fo.FS = faulty
+		l := mustOpen(t, "/p", &fo)
+		armed.Store(true)
+		seq := map[int64]int32{}
+		for k := 0; k < len(steps); {
+			st := steps[k]
+			head := l.Head()
+			var err error
+			switch st.op {
+			case "txn":
+				_, err = l.AppendBatch(txnBatch(t, st.pid, 0, seq[st.pid], st.n, true), DefaultDurability)
+			case "plain":
+				_, err = l.Append(recs(k, st.n), DefaultDurability)
+			default:
+				typ := ControlCommit
+				if st.op == "abort" {
+					typ = ControlAbort
+				}
+				_, err = l.AppendMarker(Marker{ProducerID: st.pid, Type: typ, CoordinatorEpoch: 7}, DefaultDurability)
+			}
+			if err != nil {
+				if !l.Health().Retrying {
+					l.Close()
+					l = mustOpen(t, "/p", &fo)
+				} else if err := l.Retry(); err != nil {
+					t.Fatalf("fault at op %d, step %d: retry: %v", i, k, err)
+				}
+				if l.Head() == head {
+					continue // it did not happen: again
+				}
+			}
+			if st.op == "txn" {
+				seq[st.pid] += int32(st.n)
+			}
+			k++
+		}
+		done := faulty.Ops() <= i
+		armed.Store(false) // the fault was the workload's
+		if got := snapshotTxns(t, l); !reflect.DeepEqual(got, want) {
+			t.Fatalf("fault at op %d, recovered: state\n%+v\nwant\n%+v", i, got, want)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("fault at op %d: close: %v", i, err)
+		}
+		l = mustOpen(t, "/p", &Options{FS: mem, SegmentBytes: 400, IndexInterval: 128})
+		if got := snapshotTxns(t, l); !reflect.DeepEqual(got, want) {
+			t.Fatalf("fault at op %d, reopened: state\n%+v\nwant\n%+v", i, got, want)
+		}
+		l.Close()
+		if done {
+			t.Logf("the workload ran in %d operations, each one failed once", i)
+			return
+		}
 	}
 }

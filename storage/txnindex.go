@@ -233,7 +233,22 @@ func (l *Log) createTxnFile(s *segment, start []OpenTxn) error {
 }
 
 // appendTxnEntries appends entries to the active segment's .txnindex.
-func (s *segment) appendTxnEntries(es ...txnEntry) error {
+// Its file is open unless a roll that failed after sealing the segment
+// closed it (the segment stays active): then it is opened again.
+func (l *Log) appendTxnEntries(s *segment, es ...txnEntry) error {
+	if s.txn.file == nil {
+		f, err := l.fs.OpenFile(txnIndexPath(l.dir, s.base), os.O_RDWR|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("open transaction index: %w", err)
+		}
+		// Only what was written whole (a failed write may have left a
+		// part).
+		if err := truncateTo(f, s.txn.written); err != nil {
+			f.Close()
+			return err
+		}
+		s.txn.file = f
+	}
 	var b []byte
 	for _, e := range es {
 		b = e.append(b)
@@ -281,7 +296,7 @@ func (l *Log) txnWrittenLocked(s *segment, h batch.Header, b []byte) error {
 	}
 	if eff.aborted != nil {
 		a := *eff.aborted
-		if err := s.appendTxnEntries(txnEntry{kind: txnAborted, pid: a.ProducerID, first: a.FirstOffset, last: a.LastOffset, lso: a.LastStableOffset}); err != nil {
+		if err := l.appendTxnEntries(s, txnEntry{kind: txnAborted, pid: a.ProducerID, first: a.FirstOffset, last: a.LastOffset, lso: a.LastStableOffset}); err != nil {
 			return err
 		}
 		// Appending in place is safe: readers read only below the
@@ -320,7 +335,7 @@ func (l *Log) txnRollLocked(old, s *segment) error {
 // active segment's .txnindex, and fsyncs it, so that the next Open need
 // not re-read the segment.
 func (l *Log) txnCloseLocked(s *segment) error {
-	if s.txn.file == nil {
+	if !s.txn.has {
 		return nil
 	}
 	open := l.txn.snapshot()
@@ -328,7 +343,7 @@ func (l *Log) txnCloseLocked(s *segment) error {
 	for _, o := range open {
 		es = append(es, txnEntry{kind: txnOpenAt, epoch: o.ProducerEpoch, pid: o.ProducerID, first: o.FirstOffset, last: -1, lso: -1})
 	}
-	if err := s.appendTxnEntries(es...); err != nil {
+	if err := l.appendTxnEntries(s, es...); err != nil {
 		return err
 	}
 	return s.sealTxn()
