@@ -76,8 +76,9 @@ type TopicConfig struct {
 	// MaxMessageBytes is the largest batch a Kafka producer may append,
 	// on its stored (compressed) size, checked as sent and again after a
 	// recompression: Kafka's max.message.bytes (MESSAGE_TOO_LARGE). Zero
-	// means DefaultMaxMessageBytes, or MaxRecordBytes plus a batch's
-	// overhead when that is more.
+	// means DefaultMaxMessageBytes, or MaxRecordBytes plus 1 KiB when
+	// MaxRecordBytes is over 1 MiB (so that its largest record fits). The
+	// embedded API's appends are bounded by MaxRecordBytes alone.
 	MaxMessageBytes int
 	// MinCleanableDirtyRatio starts a compacted topic's background
 	// cleaning once this share of its closed segments is dirty: Kafka's
