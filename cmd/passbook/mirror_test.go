@@ -697,3 +697,59 @@ func TestScaleOut_Road(t *testing.T) {
 	}
 	t.Logf("mirror's stderr: %s\nsummary:\n%s", stderr, stdout)
 }
+
+// TestMirror_NonEmptyTarget: a target topic that already holds records
+// keeps them; the source's records follow them, so that partition's
+// offsets are mapped (the summary and stderr say so) and its consumers'
+// commits translated by the map — while the other topics, new on the
+// target, stay identical.
+func TestMirror_NonEmptyTarget(t *testing.T) {
+	quickExit(t)
+	f := newMirrorFixture(t, 500)
+	brokers := kfakeBrokers(t)
+	if _, err := kadmClient(t, brokers).CreateTopic(context.Background(), 1, -1, nil, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	produceKafka(t, brokers, "plain", 1, 7, "already there")
+	stdout, stderr, code := runBinary(t, "", "", "--data", f.dir, "mirror", "--to", brokers, "--groups", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "plain/0 on the target already holds records up to offset 7") {
+		t.Errorf("stderr does not say the target was not empty: %s", stderr)
+	}
+	var sum struct {
+		Topics []struct {
+			Name       string `json:"name"`
+			Created    bool   `json:"created"`
+			Partitions []struct {
+				Identical bool `json:"identical"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	identical := map[string]bool{}
+	for _, ts := range sum.Topics {
+		identical[ts.Name] = ts.Partitions[0].Identical
+		if created := ts.Name != "plain"; ts.Created != created {
+			t.Errorf("%s: created %v, want %v", ts.Name, ts.Created, created)
+		}
+	}
+	if identical["plain"] || !identical["multi"] {
+		t.Errorf("identical: %v; want plain mapped (the target was not empty), multi identical", identical)
+	}
+	src := sourceRecords(t, f.dir)
+	var parts []tp
+	for at := range src {
+		parts = append(parts, at)
+	}
+	tgt := kafkaRecords(t, brokers, parts)
+	plain := tgt[tp{"plain", 0}]
+	if len(plain) < 7 || string(plain[0].Value) != "already there 0/0" {
+		t.Fatalf("the target's own records are gone: %d records, first %q", len(plain), plain[0].Value)
+	}
+	tgt[tp{"plain", 0}] = plain[7:]
+	checkMirrored(t, src, tgt, map[string]bool{"multi": true}, f.commits, kafkaCommits(t, brokers))
+}

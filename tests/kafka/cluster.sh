@@ -44,10 +44,10 @@ kafka_jars() {
 	mkdir -p "$KAFKA_JARS"
 	local log
 	log=$(mktemp)
-	if ! mvn -q -B -f "$_kafka_dir/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
+	if ! mvn -q -B -Dstyle.color=never -f "$_kafka_dir/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
 		dependency:copy-dependencies -DoutputDirectory="$KAFKA_JARS" >"$log" 2>&1; then
 		echo "kafka: Maven could not fetch org.apache.kafka:kafka_2.13:$KAFKA_VERSION and its dependencies from Maven Central:"
-		grep -E 'ERROR|Could not|refused|denied|Unknown host|status code|Non-resolvable' "$log" | head -n 10 | sed 's/^/  /'
+		sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'Could not|refused|denied|[Uu]nknown host|status code|Non-resolvable|[Tt]ransfer failed|[Cc]onnect' | head -n 5 | sed 's/^/  /'
 		rm -f "$log"
 		return 1
 	fi
