@@ -13,7 +13,8 @@ import (
 )
 
 // The reconciliation of KIP-848 groups under any order of joins,
-// heartbeats, leaves, assignor changes and topics growing: members that
+// heartbeats, leaves, subscription and assignor changes, static members
+// restarting (−2, then a new member id) and topics growing: members that
 // behave as clients do (they drop what an answer no longer assigns them
 // and heartbeat with what they own) never own the same partition at
 // once, and once every member has heartbeated a few more times the group
@@ -31,6 +32,7 @@ func TestConsumerGroup_Model(t *testing.T) {
 		}
 		type client struct {
 			id    string
+			inst  *string
 			subs  []string
 			epoch int32
 			owned map[tp]bool
@@ -38,7 +40,7 @@ func TestConsumerGroup_Model(t *testing.T) {
 		}
 		var clients []*client
 		beat := func(c *client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
-			req.Version, req.Group, req.MemberID = 1, "g", c.id
+			req.Version, req.Group, req.MemberID, req.InstanceID = 1, "g", c.id, c.inst
 			cp := map[string]topicMeta{}
 			for k, v := range topics {
 				cp[k] = v
@@ -71,9 +73,9 @@ func TestConsumerGroup_Model(t *testing.T) {
 				}
 			}
 		}
-		heartbeat := func(c *client, assignor string) {
+		heartbeat := func(c *client, assignor string, subs []string) {
 			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-			req.MemberEpoch, req.RebalanceTimeoutMillis = c.epoch, -1
+			req.MemberEpoch, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = c.epoch, -1, subs
 			if assignor != "" {
 				req.ServerAssignor = &assignor
 			}
@@ -97,25 +99,57 @@ func TestConsumerGroup_Model(t *testing.T) {
 			}
 			return out
 		}
+		subscriptions := rapid.SampledFrom([][]string{{"a"}, {"b"}, {"a", "b"}})
+		join := func(c *client) {
+			clients = append(clients, c)
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.MemberEpoch, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 0, 30_000, c.subs
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			take(c, beat(c, req))
+		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"join": func(rt *rapid.T) {
-				if len(clients) >= 6 {
+				if len(live()) >= 6 {
 					rt.Skip("enough members")
 				}
-				c := &client{id: fmt.Sprintf("m%d", len(clients)), owned: map[tp]bool{}, live: true,
-					subs: rapid.SampledFrom([][]string{{"a"}, {"b"}, {"a", "b"}}).Draw(rt, "subscription")}
-				clients = append(clients, c)
-				req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-				req.MemberEpoch, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 0, 30_000, c.subs
-				req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-				take(c, beat(c, req))
+				c := &client{id: fmt.Sprintf("m%d", len(clients)), owned: map[tp]bool{}, live: true, subs: subscriptions.Draw(rt, "subscription")}
+				if rapid.Bool().Draw(rt, "static") {
+					c.inst = kmsg.StringPtr("instance-" + c.id)
+				}
+				join(c)
 			},
 			"heartbeat": func(rt *rapid.T) {
 				ls := live()
 				if len(ls) == 0 {
 					rt.Skip("no members")
 				}
-				heartbeat(rapid.SampledFrom(ls).Draw(rt, "member"), rapid.SampledFrom([]string{"", "", "uniform", "range"}).Draw(rt, "assignor"))
+				heartbeat(rapid.SampledFrom(ls).Draw(rt, "member"), rapid.SampledFrom([]string{"", "", "uniform", "range"}).Draw(rt, "assignor"), nil)
+			},
+			"resubscribe": func(rt *rapid.T) {
+				ls := live()
+				if len(ls) == 0 {
+					rt.Skip("no members")
+				}
+				c := rapid.SampledFrom(ls).Draw(rt, "member")
+				c.subs = subscriptions.Draw(rt, "subscription")
+				heartbeat(c, "", c.subs)
+			},
+			"restart a static member": func(rt *rapid.T) {
+				var ss []*client
+				for _, c := range live() {
+					if c.inst != nil {
+						ss = append(ss, c)
+					}
+				}
+				if len(ss) == 0 {
+					rt.Skip("no static member")
+				}
+				old := rapid.SampledFrom(ss).Draw(rt, "member")
+				req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				req.MemberEpoch = -2
+				beat(old, req)
+				old.live, old.owned = false, nil // the process is gone; the broker keeps its partitions
+				join(&client{id: fmt.Sprintf("m%d", len(clients)), inst: old.inst, subs: old.subs, owned: map[tp]bool{}, live: true})
 			},
 			"leave": func(rt *rapid.T) {
 				ls := live()
@@ -141,7 +175,7 @@ func TestConsumerGroup_Model(t *testing.T) {
 		// Settle: every member heartbeats until the group is Stable.
 		for round := 0; ; round++ {
 			for _, c := range live() {
-				heartbeat(c, "")
+				heartbeat(c, "", nil)
 			}
 			co.mu.Lock()
 			g := co.mu.cgroups["g"]
