@@ -158,7 +158,9 @@ func runMirror(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts) err
 	wait := 250 * time.Millisecond
 	for try := 1; ; try++ {
 		err := mirrorOnce(ctx, e, sec, o, sum)
-		if err == nil || (!o.follow && try >= mirrorTries) || ctx.Err() != nil || isUsage(err) || errors.Is(err, errMirrorMismatch) || errors.Is(err, errMirrorState) {
+		var opening *mirrorOpenError
+		if err == nil || (!o.follow && (try >= mirrorTries || errors.As(err, &opening))) || ctx.Err() != nil ||
+			isUsage(err) || errors.Is(err, errMirrorMismatch) || errors.Is(err, errMirrorState) {
 			if o.follow && ctx.Err() != nil {
 				err = nil // stopped, as --follow ends
 			}
@@ -179,6 +181,14 @@ func runMirror(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts) err
 		wait = min(2*wait, mirrorRetry)
 	}
 }
+
+// mirrorOpenError is a failure to open an end or the state: without
+// --follow it is said at once (a directory that is not there, brokers
+// that refuse the login), not tried again.
+type mirrorOpenError struct{ err error }
+
+func (e *mirrorOpenError) Error() string { return e.err.Error() }
+func (e *mirrorOpenError) Unwrap() error { return e.err }
 
 func isUsage(err error) bool {
 	var u usageError
@@ -242,7 +252,7 @@ func openMirrorEnds(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts
 func mirrorOnce(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts, sum *mirrorSummary) (rerr error) {
 	src, tgt, stateDir, err := openMirrorEnds(ctx, e, sec, o)
 	if err != nil {
-		return err
+		return &mirrorOpenError{err}
 	}
 	defer func() {
 		if err := errors.Join(src.close(), tgt.close()); err != nil && rerr == nil {
@@ -251,7 +261,7 @@ func mirrorOnce(ctx context.Context, e *env, sec *brokerFlags, o *mirrorOpts, su
 	}()
 	st, err := openMirrorState(stateDir, src.String(), tgt.String())
 	if err != nil {
-		return err
+		return &mirrorOpenError{err}
 	}
 	defer func() {
 		if err := st.close(); err != nil && rerr == nil {
