@@ -145,3 +145,34 @@ func TestGroup_StaticMemberFencedAndLeaves(t *testing.T) {
 		t.Errorf("%d members after the static member left, want 0", n)
 	}
 }
+
+// A static member that stops heartbeating is still removed at its
+// session timeout, and the group rebalances without it.
+func TestGroup_StaticMemberSessionTimeout(t *testing.T) {
+	ts := startServer(t, &Options{GroupMinSessionTimeout: 100 * time.Millisecond})
+	cl := ts.client(t)
+	inst := "instance-1"
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.InstanceID, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = "g", &inst, 300, 300, "consumer"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", new(kmsg.ConsumerMemberMetadata).AppendTo(nil)
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{p}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("join: %v %v", err, resp)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation, sync.InstanceID = "g", resp.MemberID, resp.Generation, &inst
+	if r, err := sync.RequestWith(context.Background(), cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("sync: %v %v", err, r)
+	}
+	if _, st, n := ts.groupGeneration("g"); n != 1 || st != stateStable {
+		t.Fatalf("%d members, %s after the sync, want 1, Stable", n, st)
+	}
+	waitUntil(t, "the silent static member removed", func() bool { _, _, n := ts.groupGeneration("g"); return n == 0 })
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "g", resp.MemberID, resp.Generation, &inst
+	if r, err := hb.RequestWith(context.Background(), cl); err != nil || r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Errorf("its heartbeat after the timeout: %v %v, want UNKNOWN_MEMBER_ID", err, r)
+	}
+}
