@@ -1,13 +1,20 @@
 package storage
 
 import (
+	"bufio"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"reflect"
+	"slices"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/vfs"
 )
 
@@ -343,5 +350,178 @@ func TestLog_Txn_FaultRecovered(t *testing.T) {
 			t.Logf("the workload ran in %d operations, each one failed once", i)
 			return
 		}
+	}
+}
+
+// TestLog_Txn_Kill9 runs a child process that writes transactions to a
+// log — each a transactional batch, a plain record, and its marker;
+// every third aborted — and prints each transaction's number once its
+// marker's append has returned; it is SIGKILLed at a random moment,
+// five times, going on from where it was each time. After each kill the
+// reopened log's read_committed records are exactly the committed
+// transactions' and the plain ones below the LSO, every transaction the
+// child printed has its fate (a commit printed is never aborted, an
+// abort is always indexed), and one not ended holds the LSO until the
+// next child aborts it, as a coordinator would.
+func TestLog_Txn_Kill9(t *testing.T) {
+	if os.Getenv("PASSBOOK_TXN_KILL9_CHILD") != "" {
+		txnKill9Child(os.Getenv("PASSBOOK_TXN_KILL9_CHILD"))
+		return
+	}
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	dir := t.TempDir()
+	printed, acked := -1, map[int]bool{} // the last printed, and every one
+	for round := range 5 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLog_Txn_Kill9$")
+		cmd.Env = append(os.Environ(), "PASSBOOK_TXN_KILL9_CHILD="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan int, 1024)
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if n, err := strconv.Atoi(sc.Text()); err == nil {
+					lines <- n
+				}
+			}
+		}()
+		first, ok := <-lines
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("round %d: child printed nothing", round)
+		}
+		printed, acked[first] = max(printed, first), true
+		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL) // the child this test started
+		for n := range lines {
+			printed, acked[n] = max(printed, n), true
+		}
+		cmd.Wait()
+
+		l := mustOpen(t, dir, &Options{SegmentBytes: 4 << 10})
+		var got []string
+		for rec, err := range l.RecordsIsolated(0, ReadCommitted) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(rec.Value))
+		}
+		// Transaction n is producer 1001+n's: ended by its marker, by
+		// the next child's abort of what it found open, or open still.
+		aborted, open := map[int64]bool{}, map[int64]bool{}
+		for _, a := range l.AbortedTxns(0, l.Head()) {
+			aborted[a.ProducerID] = true
+		}
+		for _, o := range l.OpenTxns() {
+			open[o.ProducerID] = true
+		}
+		var want []string
+		ended := -1
+		for rec, err := range l.RecordsIsolated(0, ReadUncommitted) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := string(rec.Value)
+			var n int
+			var part string
+			plain := false
+			if _, err := fmt.Sscanf(v, "plain-%d", &n); err == nil {
+				plain = true
+			} else if _, err := fmt.Sscanf(v, "txn-%d-%s", &n, &part); err != nil {
+				t.Fatalf("round %d: record %q", round, v)
+			}
+			pid := int64(1001 + n)
+			if open[pid] {
+				break // it holds the LSO
+			}
+			switch {
+			case n%3 == 0 && !aborted[pid]:
+				t.Fatalf("round %d: transaction %d, aborted, is not in the aborted index", round, n)
+			case n%3 != 0 && acked[n] && aborted[pid]:
+				t.Fatalf("round %d: transaction %d, committed, is in the aborted index", round, n)
+			case plain:
+				ended = max(ended, n)
+				want = append(want, v)
+			case !aborted[pid]:
+				want = append(want, v)
+			}
+		}
+		for n := range acked {
+			if n > ended {
+				t.Fatalf("round %d: the child printed transaction %d, read_committed ends at %d", round, n, ended)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: read_committed read %d records, want %d (open %v)", round, len(got), len(want), l.OpenTxns())
+		}
+		if len(l.OpenTxns()) > 1 {
+			t.Fatalf("round %d: open transactions %v: the child keeps one at a time", round, l.OpenTxns())
+		}
+		t.Logf("round %d: printed %d, transactions in the log %d, open %v, torn bytes %d", round, printed, ended+1, l.OpenTxns(), l.Recovery().TornBytes)
+		l.Close()
+	}
+}
+
+// txnKill9Child writes transactions until killed, going on after the
+// last whole one the log holds; see TestLog_Txn_Kill9.
+func txnKill9Child(dir string) {
+	l, err := Open(dir, &Options{SegmentBytes: 4 << 10})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	n := 0
+	for rec, err := range l.RecordsIsolated(0, ReadUncommitted) {
+		var k int
+		if _, serr := fmt.Sscanf(string(rec.Value), "plain-%d", &k); err == nil && serr == nil {
+			n = k + 1
+		}
+	}
+	// What the last run left open is aborted, as a coordinator would,
+	// and its number not used again.
+	for _, o := range l.OpenTxns() {
+		if _, err := l.AppendMarker(Marker{ProducerID: o.ProducerID, Type: ControlAbort}, DefaultDurability); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		n = max(n, int(o.ProducerID-1001)+1)
+	}
+	pid := int64(1000 + n) // transaction n is producer 1001+n's
+	w := bufio.NewWriterSize(os.Stdout, 64)
+	for ; ; n++ {
+		pid++
+		rs := []batch.Record{{Value: fmt.Appendf(nil, "txn-%d-a", n)}, {Value: fmt.Appendf(nil, "txn-%d-b", n)}}
+		b, err := batch.Append(nil, rs, batch.Options{Idempotent: true, ProducerID: pid})
+		if err == nil {
+			batch.SetTransactional(b)
+			_, err = l.AppendBatch(b, DefaultDurability)
+		}
+		if err == nil {
+			_, err = l.Append([]batch.Record{{Value: fmt.Appendf(nil, "plain-%d", n)}}, DefaultDurability)
+		}
+		if err == nil {
+			typ := ControlCommit
+			if n%3 == 0 {
+				typ = ControlAbort
+			}
+			_, err = l.AppendMarker(Marker{ProducerID: pid, Type: typ}, DefaultDurability)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(w, n)
+		w.Flush()
 	}
 }
