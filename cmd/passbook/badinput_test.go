@@ -63,7 +63,7 @@ func TestBadInput_CLI(t *testing.T) {
 		{"unknown name/subcommand", "", "topic craete x", 2, `unknown command "craete" for "passbook topic"; did you mean create?`},
 		{"unknown name/offsets subcommand", "", "offsets frob", 2, `unknown command "frob" for "passbook offsets"`},
 		{"unknown name/root suggestion", "", "lga", 2, `unknown command "lga" for "passbook"`},
-		{"empty/subcommand", "", "topic", 2, "passbook topic needs a command: compact, create, delete, describe, list"},
+		{"empty/subcommand", "", "topic", 2, "passbook topic needs a command: alter, compact, config, create, delete, describe, list, trim"},
 		{"unknown name/lag consumer", "", "lag --consumer ghost", 1, "no consumer named ghost"},
 		{"unknown name/lag topic", "", "lag --topic nosuch", 1, "unknown topic: nosuch"},
 		{"unknown name/replay consumer", "", "replay orders --consumer typo --to earliest", 1, "no consumer named typo: no consumer has committed an offset on topic orders; to start a new consumer there, pass --create"},
