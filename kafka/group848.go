@@ -940,10 +940,15 @@ func newMemberUUID() string { return offsets.NewTopicID().String() }
 // (UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (UNSUPPORTED_VERSION) and not
 // be ahead of its epoch, nor commit a partition it was given after the
 // epoch it names (STALE_MEMBER_EPOCH, as Kafka 4.3's KIP-1251 check: a
-// commit from the epoch before is fine for partitions it kept).
+// commit from the epoch before is fine for partitions it kept). It also
+// answers a classic group's commit from the old incarnation of a
+// restarted static member: FENCED_INSTANCE_ID, as Kafka.
 func (co *coordinator) fenceConsumerCommitLocked(req *kmsg.OffsetCommitRequest) (code int16, handled bool) {
 	g := co.mu.cgroups[req.Group]
 	if g == nil {
+		if cg := co.mu.groups[req.Group]; cg != nil && cg.fencedInstanceLocked(req.MemberID, req.InstanceID) {
+			return kerr.FencedInstanceID.Code, true
+		}
 		return 0, false
 	}
 	if req.Generation < 0 && g.activeLocked() == 0 {

@@ -133,6 +133,15 @@ func TestGroup_StaticMemberFencedAndLeaves(t *testing.T) {
 	if r, err := hb.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.FencedInstanceID.Code {
 		t.Errorf("the old incarnation's heartbeat: %v %v, want FENCED_INSTANCE_ID", err, r)
 	}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.MemberID, commit.Generation, commit.InstanceID = "g", first.MemberID, first.Generation, &inst
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	ct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{ct}
+	if r, err := commit.RequestWith(ctx, cl); err != nil || r.Topics[0].Partitions[0].ErrorCode != kerr.FencedInstanceID.Code {
+		t.Errorf("the old incarnation's commit: %v %v, want FENCED_INSTANCE_ID", err, r)
+	}
 	leave := kmsg.NewPtrLeaveGroupRequest()
 	leave.Group = "g"
 	lm := kmsg.NewLeaveGroupRequestMember()
