@@ -15,7 +15,8 @@
 //	tx     the work and the offsets in one Kafka transaction (franz-go's
 //	       GroupTransactSession: a transactional producer whose offsets
 //	       go in through TxnOffsetCommit, committed by EndTxn with the
-//	       outputs). Killed inside the transaction that holds --crash-at's
+//	       outputs; the group's offsets fetched stable, KIP-447).
+//	       Killed inside the transaction that holds --crash-at's
 //	       output, the restart's InitProducerID fences it and it is
 //	       aborted: a read_committed reader of --out sees every input
 //	       record once.
@@ -99,7 +100,7 @@ func (c config) opts() []kgo.Opt {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.SessionTimeout(c.session),
-		kgo.HeartbeatInterval(c.session / 5),
+		kgo.HeartbeatInterval(c.session/5),
 		kgo.DefaultProduceTopic(c.out),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), // everything to partition 0, in input order
 	)
@@ -179,8 +180,7 @@ func runAfter(ctx context.Context, c config) (int, error) {
 func runTx(ctx context.Context, c config) (int, error) {
 	s, err := kgo.NewGroupTransactSession(append(c.opts(),
 		kgo.TransactionalID(c.group),
-		kgo.TransactionTimeout(10*time.Second),
-		kgo.RequireStableFetchOffsets())...)
+		kgo.TransactionTimeout(10*time.Second))...) // franz-go asks for stable offsets (KIP-447) by itself
 	if err != nil {
 		return 0, err
 	}
