@@ -55,6 +55,9 @@ func serveAt(t *testing.T, dir, addr string) (stop func()) {
 // every record produced before and after, each once, and what it wrote
 // committed when Ctrl-C stops it.
 func TestBrokers_FollowOutlastsTheServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a server stopped and started again under a follower")
+	}
 	quickExit(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	addr := freePort(t)

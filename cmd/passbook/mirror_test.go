@@ -298,6 +298,9 @@ func mirrorProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *byt
 // twice, at the source's offsets where the summary says "identical",
 // and every consumer's commit translated exactly.
 func TestMirror_ToKafka_Kill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: kill -9 rounds")
+	}
 	quickExit(t)
 	f := newMirrorFixture(t, 60_000)
 	brokers := kfakeBrokers(t)
@@ -437,6 +440,9 @@ func dataCommits(t *testing.T, dir string) map[string]map[tp]int64 {
 // records at the same offsets (the cluster's are dense from 0, the
 // directory new), the groups' commits as the directory's consumers'.
 func TestMirror_FromKafka(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a kill -9 round")
+	}
 	quickExit(t)
 	brokers := kfakeBrokers(t)
 	adm := kadmClient(t, brokers)
@@ -497,6 +503,9 @@ func TestMirror_FromKafka(t *testing.T) {
 // the target while the mirror runs; SIGTERM stops it with its summary
 // and exit 0.
 func TestMirror_Follow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a live follow of passbook serve")
+	}
 	quickExit(t)
 	f := newMirrorFixture(t, 2_000)
 	srv, _, _ := launchServe(t, f.dir, 20*time.Second, 15*time.Second)
@@ -592,6 +601,9 @@ func TestMirror_BadFlags(t *testing.T) {
 // waited for, and it produces to the cluster; lag on the cluster says
 // so; SIGTERM ends the mirror.
 func TestScaleOut_Road(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the scale-out road, live")
+	}
 	quickExit(t)
 	srv := startServe(t)
 	local := []string{"--brokers", srv.kafkaAddr}
