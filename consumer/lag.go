@@ -39,7 +39,9 @@ func LagOf(committed, start, head int64) (lag, missed int64) {
 	if committed < 0 {
 		return head - start, 0
 	}
-	return head - max(committed, start), max(0, start-committed)
+	// A consumer past head has no lag: head may be a last stable offset
+	// that a read_uncommitted consumer read beyond.
+	return max(0, head-max(committed, start)), max(0, start-committed)
 }
 
 // NewPartitionLag is consumer's standing on topic/partition, counted by
@@ -50,14 +52,13 @@ func NewPartitionLag(consumer, topic string, partition int32, committed, start, 
 	return pl
 }
 
-// newStableLag is NewPartitionLag counting lag up to the last stable
-// offset stable (≤ head) rather than the head: the records a
-// read_committed consumer has yet to read. A consumer past it (read
-// uncommitted) has no lag.
-func newStableLag(consumer, topic string, partition int32, committed, start, stable, head int64) PartitionLag {
+// NewStableLag is NewPartitionLag counting lag up to the partition's
+// last stable offset stable (≤ head) rather than its head: the records a
+// read_committed consumer (the default) has yet to read. Lag and the
+// HTTP API count with it.
+func NewStableLag(consumer, topic string, partition int32, committed, start, stable, head int64) PartitionLag {
 	pl := NewPartitionLag(consumer, topic, partition, committed, start, stable)
 	pl.Head = head
-	pl.Lag = max(0, pl.Lag)
 	return pl
 }
 
@@ -80,7 +81,7 @@ func Lag(ctx context.Context, store offsets.Store, src Source, consumer string) 
 			return nil, err
 		}
 		head := l.Head()
-		out = append(out, newStableLag(consumer, src.Name(), int32(p), c, l.StartOffset(), l.LastStableOffset(), head))
+		out = append(out, NewStableLag(consumer, src.Name(), int32(p), c, l.StartOffset(), l.LastStableOffset(), head))
 	}
 	return out, nil
 }

@@ -95,7 +95,7 @@ func (s *Server) consumers(r *http.Request, name string, withPartitions bool) ([
 			if !ok {
 				c = -1
 			}
-			pl := consumer.NewPartitionLag(group[0].Consumer, t.Name(), int32(p), c, l.StartOffset(), l.Head())
+			pl := consumer.NewStableLag(group[0].Consumer, t.Name(), int32(p), c, l.StartOffset(), l.LastStableOffset(), l.Head())
 			ct.Lag += pl.Lag
 			ct.Missed += pl.Missed
 			if withPartitions {

@@ -268,8 +268,8 @@ func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric, st storage.
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	type extent struct {
-		start, head int64
-		open        bool // false: fenced, no extent to count lag from
+		start, head, stable int64 // stable: the last stable offset, which lag counts to
+		open                bool  // false: fenced, no extent to count lag from
 	}
 	extents := map[string][]extent{}
 	var recovery time.Duration
@@ -289,7 +289,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			refused.InvalidRecord += r.InvalidRecord
 			refused.TooLarge += r.TooLarge
 			refused.InvalidTimestamp += r.InvalidTimestamp
-			ext[p] = extent{l.StartOffset(), l.Head(), true}
+			ext[p] = extent{l.StartOffset(), l.Head(), l.LastStableOffset(), true}
 			sum += ext[p].head
 			rec := l.Recovery()
 			recovery += rec.Duration
@@ -353,7 +353,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			if !x.open {
 				continue // a fenced partition: its lag is not known
 			}
-			lag, missed := consumer.LagOf(off, x.start, x.head)
+			lag, missed := consumer.LagOf(off, x.start, x.stable)
 			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), cons, topic, ps)
 			if ok {
 				ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(missed), cons, topic, ps)
