@@ -290,6 +290,26 @@ var aclOps = map[string]func(t *testing.T, w *aclWorld) int16{
 		req.Resources = append(req.Resources, r)
 		return seedRequest[*kmsg.DescribeConfigsResponse](t, w.alice, req).Resources[0].ErrorCode
 	},
+	"IncrementalAlterConfigs topic orders": func(t *testing.T, w *aclWorld) int16 {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "orders"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "retention.ms", kmsg.StringPtr("3600000")
+		r.Configs = append(r.Configs, c)
+		req.Resources = append(req.Resources, r)
+		return seedRequest[*kmsg.IncrementalAlterConfigsResponse](t, w.alice, req).Resources[0].ErrorCode
+	},
+	"AlterConfigs broker": func(t *testing.T, w *aclWorld) int16 {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		r := kmsg.NewAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("3600000")
+		r.Configs = append(r.Configs, c)
+		req.Resources = append(req.Resources, r)
+		return seedRequest[*kmsg.AlterConfigsResponse](t, w.alice, req).Resources[0].ErrorCode
+	},
 	"DescribeConfigs broker": func(t *testing.T, w *aclWorld) int16 {
 		req := kmsg.NewPtrDescribeConfigsRequest()
 		req.Version = 4
@@ -469,6 +489,10 @@ func TestACL_Matrix(t *testing.T) {
 		{"DescribeConfigs topic orders", "Describe is not DescribeConfigs", []acl.Binding{topicACL(L, "orders", acl.Describe)}, topicNo},
 		{"DescribeConfigs topic orders", "DescribeConfigs", []acl.Binding{topicACL(L, "orders", acl.DescribeConfigs)}, ok},
 		{"DescribeConfigs topic orders", "AlterConfigs implies it", []acl.Binding{topicACL(L, "orders", acl.AlterConfigs)}, ok},
+		{"IncrementalAlterConfigs topic orders", "DescribeConfigs is not AlterConfigs", []acl.Binding{topicACL(L, "orders", acl.DescribeConfigs)}, topicNo},
+		{"IncrementalAlterConfigs topic orders", "AlterConfigs", []acl.Binding{topicACL(L, "orders", acl.AlterConfigs)}, ok},
+		{"AlterConfigs broker", "AlterConfigs on a topic is not on the cluster", []acl.Binding{topicACL(L, "orders", acl.AlterConfigs)}, clustNo},
+		{"AlterConfigs broker", "AlterConfigs on the cluster", []acl.Binding{clusterACL(acl.AlterConfigs)}, ok},
 		{"DescribeConfigs broker", "no ACL", nil, clustNo},
 		{"DescribeConfigs broker", "DescribeConfigs on the cluster", []acl.Binding{clusterACL(acl.DescribeConfigs)}, ok},
 
