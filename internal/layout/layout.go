@@ -5,6 +5,8 @@
 //	                   (it records the holder's pid)
 //	  offsets.db       the offset store (offsets.Open), with its -wal and -shm
 //	  security/        users, ACLs and tokens (auth, acl)
+//	  transactions.log the Kafka transaction coordinator's state (kafka's
+//	                   txnstore.go draws its layout)
 //	  topic-defaults.json  the topic defaults set while running (Kafka's
 //	                   dynamic broker configs), if any
 //	  topics/
@@ -33,6 +35,8 @@ const (
 	TopicFile = "topic.json"
 	// TopicDefaults holds the topic defaults set while running.
 	TopicDefaults = "topic-defaults.json"
+	// Transactions is the Kafka transaction coordinator's log.
+	Transactions = "transactions.log"
 )
 
 // LockFile is the data directory dir's lock file.
