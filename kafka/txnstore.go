@@ -39,11 +39,12 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/passbook-log/passbook/internal/layout"
 	"github.com/passbook-log/passbook/vfs"
 )
 
 const (
-	txnLogName    = "transactions.log" // in the data directory; frozen
+	txnLogName    = layout.Transactions // in the data directory; frozen
 	txnLogMagic   = "pbtxnlog\x00\x00\x00\x01"
 	txnFrameSize  = 8
 	txnMaxRecord  = 64 << 20 // a record claiming more is damage
