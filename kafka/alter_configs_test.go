@@ -415,7 +415,9 @@ func kversionsProduce12() *kversion.Versions {
 func TestAlterConfigs_BrokerTopicDefaults(t *testing.T) {
 	ts, adm := configServer(t, nil)
 	ctx := context.Background()
-	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)} }
+	set := func(k, v string) kadm.AlterConfig {
+		return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)}
+	}
 	for _, bad := range []struct {
 		alters []kadm.AlterConfig
 		want   error
