@@ -538,6 +538,17 @@ func TestMirror_Follow(t *testing.T) {
 	}
 	waitFor(t, 90*time.Second, "the fixture on the target", func() bool { return ends(brokers, "plain") == 2_000 && committed(brokers, "early", "plain") == 50 })
 
+	// kill -9 while it copies a burst, and start it again: it goes on
+	// from what the target holds (both ends Kafka: the reconciliation
+	// reads both over the protocol).
+	produceKafka(t, srv.kafkaAddr, "multi", 3, 40_000, "burst")
+	waitFor(t, 90*time.Second, "the burst to begin on the target", func() bool { return ends(brokers, "multi") > 200 })
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	t.Logf("killed with multi/0 at %d on the target; stderr: %s", ends(brokers, "multi"), stderr)
+	cmd, stdout, stderr = mirrorProcess(t, "mirror", "--from", srv.kafkaAddr, "--to", brokers, "--groups", "--follow", "--state", state)
+	go func() { done <- cmd.Wait() }()
+
 	produceKafka(t, srv.kafkaAddr, "plain", 1, 500, "later")
 	commitKafka(t, srv.kafkaAddr, "early", "plain", map[int32]int64{0: 2_300})
 	// The commit at 2,300 may reach the mirror before record 2,299 has
