@@ -122,7 +122,7 @@ func countOutput(t *testing.T, addr, topic, iso string, n int) (lines, missed in
 // read_uncommitted still shows the killed transaction's outputs, aborted.
 func TestBinary_LabKafka(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: 100,000 records committed one at a time over Kafka (about 2 minutes)")
+		t.Skip("-short: 100,000 records committed one at a time over Kafka (2 to 5 minutes)")
 	}
 	const n, crashAt = 100_000, 59_999
 	etl := etlBinary(t)
