@@ -108,7 +108,11 @@ func TestTxn_BrokerKilledNeverHalf(t *testing.T) {
 			case <-committing:
 			default:
 			}
-			<-committing
+			select {
+			case <-committing:
+			case <-time.After(time.Minute):
+				t.Fatalf("no commit sent for a minute (kill %d)", i)
+			}
 			time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
 		}
 		began := time.Now()
