@@ -237,6 +237,9 @@ func (c *Consumer) run(ctx context.Context, h Handler, follow bool, mode Commit)
 					return fmt.Errorf("consumer %s on %s/%d: %w", c.o.Name, c.src.Name(), pt.p, err)
 				}
 				if !ok {
+					if err := c.skipped(ctx, pt, mode); err != nil {
+						return err
+					}
 					break
 				}
 				progressed = true
@@ -270,6 +273,31 @@ func (c *Consumer) run(ctx context.Context, h Handler, follow bool, mode Commit)
 			return err
 		}
 	}
+}
+
+// skipped moves a partition's position past what its reader skipped
+// after the last record handled — transaction markers, an aborted
+// transaction's records, offsets compaction removed — once the reader
+// has nothing more to return, and commits it as mode commits a record:
+// otherwise the committed offset would stay on a marker, and lag would
+// count records nobody can read. With CommitNone the caller's Commit
+// writes it.
+func (c *Consumer) skipped(ctx context.Context, pt *part, mode Commit) error {
+	off := pt.reader.Offset()
+	if off <= pt.next {
+		return nil
+	}
+	pt.next = off
+	switch mode {
+	case CommitAfter, CommitBefore:
+		if err := c.commit(ctx, pt.p, off); err != nil {
+			return err
+		}
+		pt.committed = off
+	case CommitEvery:
+		pt.pending = off
+	}
+	return nil
 }
 
 // handle runs the handler on one record, committing before or after it

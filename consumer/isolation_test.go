@@ -139,6 +139,32 @@ func TestConsumer_Isolation(t *testing.T) {
 	if got, want := drainValues(t, db, topic, consumer.Options{Name: "default: read_committed"}), []string{"o1", "p2"}; !slices.Equal(got, want) {
 		t.Errorf("after the commit: consumed %q, want %q", got, want)
 	}
+	// The marker at the head (9) was skipped after p2: the committed
+	// offset is past it, so no lag is left for a record nobody can read.
+	if lags, _ := consumer.Lag(context.Background(), db.Offsets(), topic, "default: read_committed"); lags[0].Committed != 10 || lags[0].Lag != 0 {
+		t.Errorf("lag after draining past the last marker: %+v, want committed 10, lag 0", lags[0])
+	}
+	// So for every commit mode, and for the CLI's CommitNone with Commit.
+	for _, mode := range []consumer.Commit{consumer.CommitAfter, consumer.CommitBefore, consumer.CommitEvery, consumer.CommitNone} {
+		name := "mode " + mode.String()
+		ctx := context.Background()
+		c, err := consumer.New(ctx, topic, db.Offsets(), consumer.Options{Name: name, Commit: mode, EveryN: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Drain(ctx, func(context.Context, consumer.Message) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if mode == consumer.CommitNone {
+			if err := c.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Close()
+		if lags, _ := consumer.Lag(ctx, db.Offsets(), topic, name); lags[0].Committed != 10 {
+			t.Errorf("%s: committed %d after draining, want 10 (past the last marker)", name, lags[0].Committed)
+		}
+	}
 }
 
 // TestConsumer_Isolation_WaitsForCommit: a following read_committed

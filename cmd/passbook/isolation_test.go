@@ -91,18 +91,18 @@ func TestBinary_ConsumeIsolation(t *testing.T) {
 			}
 			// A read_committed consumer that stopped at the open
 			// transaction resumes there: a second run reads nothing
-			// again. Over Kafka its committed offset is past the markers
-			// and the aborted records, at the open transaction's first
-			// record (7), as a Kafka consumer's position is.
+			// again. Its committed offset is past the markers and the
+			// aborted records, at the open transaction's first record
+			// (7), as a Kafka consumer's position is.
 			again := append([]string{"consume", "orders", "--consumer", where + "-default"}, at...)
 			if out, errOut, code := runBinary(t, t.TempDir(), "", again...); code != 0 || out != "" {
 				t.Errorf("%s again: exit %d, stdout %q, stderr %s; want nothing read twice", strings.Join(again, " "), code, out, errOut)
 			}
-			if where == "brokers" {
-				listArgs := append([]string{"offsets", "list", "--consumer", where + "-default"}, at...)
-				if out, errOut, code := runBinary(t, t.TempDir(), "", listArgs...); code != 0 || !strings.Contains(out, "orders  0          7") {
-					t.Errorf("%s: exit %d, %q %q; want the default consumer's offset at 7", strings.Join(listArgs, " "), code, out, errOut)
-				}
+			// On both paths the committed offset is past the markers and
+			// the aborted records the reader skipped.
+			listArgs := append([]string{"offsets", "list", "--consumer", where + "-default"}, at...)
+			if out, errOut, code := runBinary(t, t.TempDir(), "", listArgs...); code != 0 || !strings.Contains(out, "orders  0          7") {
+				t.Errorf("%s: exit %d, %q %q; want the default consumer's offset at 7", strings.Join(listArgs, " "), code, out, errOut)
 			}
 			// replay --to latest is where the reads end: the last stable
 			// offset (7) read committed, the head (8) read uncommitted.
@@ -110,15 +110,12 @@ func TestBinary_ConsumeIsolation(t *testing.T) {
 				args []string
 				want string
 			}{
-				{nil, ": 3 -> 7\n"},
+				{nil, ": 7 -> 7\n"}, // the position is past the markers already
 				{[]string{"--isolation", "read_uncommitted"}, ": 7 -> 8\n"},
 				{[]string{"--isolation", "read_committed"}, ": 8 -> 7\n"},
 			} {
 				args := append(append([]string{"replay", "orders", "--consumer", where + "-read_committed", "--to", "latest"}, at...), tc.args...)
 				out, errOut, code := runBinary(t, t.TempDir(), "", args...)
-				if where == "brokers" && tc.args == nil {
-					tc.want = ": 7 -> 7\n" // over Kafka the position is past the markers already
-				}
 				if code != 0 || !strings.HasSuffix(out, tc.want) {
 					t.Errorf("%s: exit %d, stdout %q, stderr %s; want it to end %q", strings.Join(args, " "), code, out, errOut, tc.want)
 				}
@@ -136,7 +133,7 @@ func TestBinary_ConsumeIsolation(t *testing.T) {
 					t.Errorf("--isolation %q: exit %d, stderr %q; want 2 naming the two levels", bad, code, errOut)
 				}
 			}
-			listArgs := append([]string{"offsets", "list", "--consumer", where + "-bad"}, at...)
+			listArgs = append([]string{"offsets", "list", "--consumer", where + "-bad"}, at...)
 			if out, _, _ := runBinary(t, t.TempDir(), "", listArgs...); strings.Contains(out, "orders") {
 				t.Errorf("a refused consume committed: %s", out)
 			}
