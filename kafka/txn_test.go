@@ -589,3 +589,41 @@ func TestTxn_EpochExhausted(t *testing.T) {
 		t.Fatalf("a new producer after the rotation: %+v", next)
 	}
 }
+
+// TxnOffsetCommit v3+ checks the member and its generation as
+// OffsetCommit does (KIP-447): a group the server does not know refuses
+// a generation ≥ 0; before v3 nothing names a member.
+func TestTxn_OffsetCommitFencing(t *testing.T) {
+	ts := startServer(t, nil)
+	ts.createTopic(t, "in", 1)
+	rc := dialRaw(t, ts.addr)
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.Version, ip.TransactionalID, ip.TransactionTimeoutMillis = 4, kmsg.StringPtr("f"), 60_000
+	p := rc.do(ip).(*kmsg.InitProducerIDResponse)
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.Version, ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = 3, "f", p.ProducerID, p.ProducerEpoch, "g"
+	wantErrCode(t, "AddOffsetsToTxn", rc.do(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode, nil)
+	commit := func(version int16, member string, generation int32, partition int32) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = version, "f", "g", p.ProducerID, p.ProducerEpoch
+		req.MemberID, req.Generation = member, generation
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "in"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = partition, 3
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rc.do(req).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	wantErrCode(t, "v3, a generation of a group the server does not know", commit(3, "ghost", 7, 0), kerr.IllegalGeneration)
+	wantErrCode(t, "v3, no member", commit(3, "", -1, 0), nil)
+	wantErrCode(t, "v2, nothing to check", commit(2, "", 0, 0), nil)
+	wantErrCode(t, "a partition that does not exist", commit(3, "", -1, 9), kerr.UnknownTopicOrPartition)
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = 3, "f", "other", p.ProducerID, p.ProducerEpoch, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "in"
+	rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	wantErrCode(t, "a group not added to the transaction", rc.do(req).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.InvalidTxnState)
+}
