@@ -50,6 +50,10 @@ type partState struct {
 	// not reached: below it only each key's newest record is kept, and the
 	// offsets between them are gaps.
 	Cleaned int64 `json:"cleaned,omitempty"`
+	// Stable is the last stable offset, where read_committed readers stop
+	// (the first offset of the oldest open transaction, else Head): lag
+	// counts up to it, as consumer.Lag does.
+	Stable int64 `json:"stable"`
 	// Fenced says why the partition could not be opened (it serves
 	// nothing until repaired); Unwritable why it refuses appends now.
 	Fenced     string `json:"fenced,omitempty"`
@@ -76,7 +80,7 @@ func (g *consumerGroup) count(t *topicState) {
 	g.Lag, g.Missed = make([]int64, len(g.Committed)), make([]int64, len(g.Committed))
 	for p, c := range g.Committed {
 		if ps := t.Partitions[p]; ps.Fenced == "" {
-			g.Lag[p], g.Missed[p] = consumer.LagOf(c, ps.Start, ps.Head)
+			g.Lag[p], g.Missed[p] = consumer.LagOf(c, ps.Start, ps.Stable)
 		}
 	}
 }
@@ -214,8 +218,13 @@ func (h *hub) collectLocked() (*dashState, error) {
 		info := t.Describe()
 		ts := &topicState{Name: info.Name, Config: &info.Config, Partitions: make([]partState, len(info.Partitions))}
 		for i, p := range info.Partitions {
-			ts.Partitions[i] = partState{P: p.Partition, Start: p.StartOffset, Head: p.Head, Bytes: p.Bytes, Segments: p.Segments,
+			ts.Partitions[i] = partState{P: p.Partition, Start: p.StartOffset, Head: p.Head, Stable: p.Head, Bytes: p.Bytes, Segments: p.Segments,
 				Fenced: p.Fenced, Unwritable: p.Unwritable}
+			if p.Fenced == "" {
+				if l, err := t.Partition(p.Partition); err == nil {
+					ts.Partitions[i].Stable = min(l.LastStableOffset(), p.Head)
+				}
+			}
 			if info.Config.Compacted() {
 				if l, err := t.Partition(p.Partition); err == nil {
 					ts.Partitions[i].Cleaned = l.CleanerStats().CleanedTo

@@ -2,8 +2,11 @@ package web
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/consumer"
@@ -11,9 +14,9 @@ import (
 )
 
 // TestConsumers_LagCountsToLastStableOffset: with a transaction open,
-// both lag endpoints count a consumer's lag up to the last stable offset
-// (what a read_committed consumer can read), not the head, and agree
-// with consumer.Lag.
+// both lag endpoints and the dashboard count a consumer's lag up to the
+// last stable offset (what a read_committed consumer can read), not the
+// head, and agree with consumer.Lag.
 func TestConsumers_LagCountsToLastStableOffset(t *testing.T) {
 	e := newEnv(t, nil)
 	topic := e.createTopic("orders", 1)
@@ -53,5 +56,24 @@ func TestConsumers_LagCountsToLastStableOffset(t *testing.T) {
 	r.decode(t, &lag)
 	if lag.Lag != 6 || len(lag.Partitions) != 1 || lag.Partitions[0] != want[0] {
 		t.Errorf("/api/consumers/c/topics/orders %+v, want lag 6, %+v", lag, want)
+	}
+	// The dashboard's snapshot counts the same: lag 6 up to the LSO, which
+	// it carries beside the head.
+	var snap update
+	if err := json.Unmarshal([]byte(e.openSSE("/api/events", nil).next(t, 5*time.Second).data), &snap); err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for _, g := range snap.Groups {
+		groups = append(groups, fmt.Sprintf("%s/%s lag %v", g.Consumer, g.Topic, g.Lag))
+		if g.Consumer == "c" && g.Topic == "orders" && (len(g.Lag) != 1 || g.Lag[0] != 6) {
+			t.Errorf("the dashboard's lag of c on orders: %v, want [6] (up to the LSO)", g.Lag)
+		}
+	}
+	if len(snap.Topics) != 1 || snap.Topics[0].Partitions[0].Stable != 10 || snap.Topics[0].Partitions[0].Head != 15 {
+		t.Errorf("the dashboard's partition: %+v, want stable 10, head 15", snap.Topics[0].Partitions)
+	}
+	if len(groups) == 0 {
+		t.Errorf("the dashboard's snapshot has no groups")
 	}
 }
