@@ -511,7 +511,7 @@ func TestMirror_Follow(t *testing.T) {
 	srv, _, _ := launchServe(t, f.dir, 20*time.Second, 15*time.Second)
 	brokers := kfakeBrokers(t)
 	state := filepath.Join(t.TempDir(), "mirror-state")
-	cmd, stdout, stderr := mirrorProcess(t, "mirror", "--from", srv.kafkaAddr, "--to", brokers, "--groups", "--follow", "--state", state)
+	cmd, _, stderr := mirrorProcess(t, "mirror", "--from", srv.kafkaAddr, "--to", brokers, "--groups", "--follow", "--state", state) // its summary is cut short by the SIGKILL below
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -546,7 +546,7 @@ func TestMirror_Follow(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-done
 	t.Logf("killed with multi/0 at %d on the target; stderr: %s", ends(brokers, "multi"), stderr)
-	cmd, stdout, stderr = mirrorProcess(t, "mirror", "--from", srv.kafkaAddr, "--to", brokers, "--groups", "--follow", "--state", state)
+	cmd, stdout, stderr := mirrorProcess(t, "mirror", "--from", srv.kafkaAddr, "--to", brokers, "--groups", "--follow", "--state", state)
 	go func() { done <- cmd.Wait() }()
 
 	produceKafka(t, srv.kafkaAddr, "plain", 1, 500, "later")
