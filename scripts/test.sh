@@ -5,8 +5,12 @@
 #                            gofmt, go vet, staticcheck (STATICCHECK, pinned),
 #                            go test -race ./... (TestTorture's
 #                            90 s of faults included), the benchmark harness's
-#                            quick run, and the real-client scripts under
-#                            tests/clients. The README's test command.
+#                            quick run (Apache Kafka among its peers), and the
+#                            real-client scripts under tests/clients: kcat,
+#                            kafkajs, librdkafka (confluent-kafka-go), Java,
+#                            Kafka Streams, Kafka Connect, Python, and a
+#                            three-node Apache Kafka cluster. The README's
+#                            test command.
 #   scripts/test.sh quick    while you work (under 3 minutes on 2 cores):
 #                            gofmt, go vet and go test -race -short ./...,
 #                            which skips the long tests (torture, kill -9
