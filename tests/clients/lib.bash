@@ -9,6 +9,8 @@
 #   finish kcat             # stops the server, runs after_stop if the script
 #                           # defines it, prints "kcat: N passed, M failed",
 #                           # saves the checks for scripts/compat.sh, exits
+#   maven_build POM GOAL    # mvn GOAL on POM; skips the script (exit 0) when
+#                           # Maven Central cannot be reached
 #   make_certs DIR CN       # a CA, a server certificate for 127.0.0.1 and a
 #                           # client certificate with common name CN, in DIR
 #   start_extra_server DIR ARGS…  # another passbook serve on data directory
@@ -104,6 +106,25 @@ make_certs() {
 			openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 1 -out client.pem \
 				-extfile <(printf 'extendedKeyUsage=clientAuth')
 	) >/dev/null 2>&1 || { echo "openssl could not make the certificates"; exit 1; }
+}
+
+# maven_build POM GOAL builds a Maven project of the client scripts
+# (java, streams, connect) with the versions it pins; when Maven Central
+# cannot be reached it says so and exits the script 0, as skipped, and on
+# any other failure it shows Maven's log and exits 1.
+maven_build() {
+	command -v mvn >/dev/null || { echo "mvn is not installed"; exit 1; }
+	command -v java >/dev/null || { echo "java is not installed"; exit 1; }
+	if mvn -q -B -f "$1" "$2" >"$work/mvn.log" 2>&1; then
+		return 0
+	fi
+	if grep -qiE 'Could not transfer|Could not resolve|Unknown host|Connection refused|Network is unreachable' "$work/mvn.log"; then
+		echo "skipped: Maven Central could not be reached to fetch the jars of $1:"
+		grep -iE 'Could not|Unknown host|Connection' "$work/mvn.log" | head -n 3
+		exit 0
+	fi
+	cat "$work/mvn.log"
+	exit 1
 }
 
 check() {

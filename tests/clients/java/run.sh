@@ -10,17 +10,7 @@
 # cannot be reached the script says so and exits 0 as skipped.
 dir=$(cd "$(dirname "$0")" && pwd)
 . "$dir/../lib.bash"
-command -v mvn >/dev/null || { echo "mvn is not installed"; exit 1; }
-command -v java >/dev/null || { echo "java is not installed"; exit 1; }
-if ! mvn -q -B -f "$dir/pom.xml" compile >"$work/mvn.log" 2>&1; then
-	if grep -qiE 'Could not transfer|Could not resolve|Unknown host|Connection refused|Network is unreachable' "$work/mvn.log"; then
-		echo "skipped: Maven Central could not be reached to fetch the jars of pom.xml:"
-		grep -iE 'Could not|Unknown host|Connection' "$work/mvn.log" | head -n 3
-		exit 0
-	fi
-	cat "$work/mvn.log"
-	exit 1
-fi
+maven_build "$dir/pom.xml" compile
 cp="$dir/target/classes:$(cat "$dir/target/classpath.txt")"
 
 start_server

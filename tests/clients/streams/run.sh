@@ -16,23 +16,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 guarantee=${STREAMS_GUARANTEE:-exactly_once_v2}
 kills=${STREAMS_KILLS:-3}
 lines=20000
-# exactly_once_v2 needs Kafka transactions (issue 17): until passbook
-# serves EndTxn, say what blocks the test and skip it.
-if [ "$guarantee" = exactly_once_v2 ] && ! grep -qs 'register(kmsg.EndTxn' "$root"/kafka/*.go; then
-	echo "skipped: exactly_once_v2 needs Kafka transactions, and passbook serve does not serve EndTxn yet (issue 17)"
-	exit 0
-fi
-command -v mvn >/dev/null || { echo "mvn is not installed"; exit 1; }
-command -v java >/dev/null || { echo "java is not installed"; exit 1; }
-if ! mvn -q -B -f "$dir/pom.xml" compile >"$work/mvn.log" 2>&1; then
-	if grep -qiE 'Could not transfer|Could not resolve|Unknown host|Connection refused|Network is unreachable' "$work/mvn.log"; then
-		echo "skipped: Maven Central could not be reached to fetch the jars of pom.xml:"
-		grep -iE 'Could not|Unknown host|Connection' "$work/mvn.log" | head -n 3
-		exit 0
-	fi
-	cat "$work/mvn.log"
-	exit 1
-fi
+maven_build "$dir/pom.xml" compile
 cp="$dir/target/classes:$(cat "$dir/target/classpath.txt")"
 # wc runs one mode of WordCount. Background jobs call java directly, so
 # that $! is the JVM's PID (a backgrounded function would be a subshell,

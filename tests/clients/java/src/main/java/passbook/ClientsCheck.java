@@ -133,6 +133,49 @@ public final class ClientsCheck {
         }
     }
 
+    /**
+     * Two members of group (with the consumer settings kv) wait until they
+     * share topic's three partitions, then read the 300 records produced
+     * after that, 100 a partition, each once, and commit; the group then
+     * reads nothing again.
+     */
+    static void twoMembersSplit(String group, String topic, Object... kv) throws Exception {
+        Map<Integer, Integer> perPartition = new HashMap<>();
+        try (KafkaConsumer<String, String> a = consumer(group, kv); KafkaConsumer<String, String> b = consumer(group, kv)) {
+            a.subscribe(List.of(topic));
+            b.subscribe(List.of(topic));
+            // Both members poll until the group has settled with a share
+            // for each, before anything is produced.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while ((a.assignment().isEmpty() || b.assignment().isEmpty()
+                    || a.assignment().size() + b.assignment().size() != 3) && System.nanoTime() < deadline) {
+                a.poll(Duration.ofMillis(100));
+                b.poll(Duration.ofMillis(100));
+            }
+            expect(!a.assignment().isEmpty() && !b.assignment().isEmpty() && a.assignment().size() + b.assignment().size() == 3,
+                    "assignments " + a.assignment() + " / " + b.assignment());
+            try (KafkaProducer<String, String> p = producer()) {
+                List<Future<RecordMetadata>> fs = new ArrayList<>();
+                for (int i = 0; i < 300; i++) fs.add(p.send(new ProducerRecord<>(topic, i % 3, null, "v" + i)));
+                for (Future<RecordMetadata> f : fs) f.get(30, TimeUnit.SECONDS);
+            }
+            int total = 0;
+            while (total < 300 && System.nanoTime() < deadline) {
+                for (KafkaConsumer<String, String> c : List.of(a, b)) {
+                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+                        perPartition.merge(r.partition(), 1, Integer::sum);
+                        total++;
+                    }
+                }
+            }
+            a.commitSync();
+            b.commitSync();
+            expect(total == 300, "read " + total + " of 300: " + perPartition);
+        }
+        expect(perPartition.equals(Map.of(0, 100, 1, 100, 2, 100)), "per partition " + perPartition);
+        expect(consume(group, topic, 0, kv).isEmpty(), "the group read records again after committing them");
+    }
+
     public static void main(String[] args) throws Exception {
         String addr = args[0];
         base.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, addr);
@@ -197,41 +240,8 @@ public final class ClientsCheck {
                 expect(ids.containsAll(List.of("g-none", "g-zstd")), "groups: " + ids);
             });
 
-            check("two classic members of one group split 3 partitions; the group resumes after its commit", () -> {
-                Map<Integer, Integer> perPartition = new HashMap<>();
-                try (KafkaConsumer<String, String> a = consumer("g-split"); KafkaConsumer<String, String> b = consumer("g-split")) {
-                    a.subscribe(List.of("java-admin"));
-                    b.subscribe(List.of("java-admin"));
-                    // Both members poll until the group has settled with a
-                    // share for each, before anything is produced.
-                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-                    while ((a.assignment().isEmpty() || b.assignment().isEmpty()
-                            || a.assignment().size() + b.assignment().size() != 3) && System.nanoTime() < deadline) {
-                        a.poll(Duration.ofMillis(100));
-                        b.poll(Duration.ofMillis(100));
-                    }
-                    expect(!a.assignment().isEmpty() && !b.assignment().isEmpty(), "assignments " + a.assignment() + " / " + b.assignment());
-                    try (KafkaProducer<String, String> p = producer()) {
-                        List<Future<RecordMetadata>> fs = new ArrayList<>();
-                        for (int i = 0; i < 300; i++) fs.add(p.send(new ProducerRecord<>("java-admin", i % 3, null, "v" + i)));
-                        for (Future<RecordMetadata> f : fs) f.get(30, TimeUnit.SECONDS);
-                    }
-                    int total = 0;
-                    while (total < 300 && System.nanoTime() < deadline) {
-                        for (KafkaConsumer<String, String> c : List.of(a, b)) {
-                            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
-                                perPartition.merge(r.partition(), 1, Integer::sum);
-                                total++;
-                            }
-                        }
-                    }
-                    a.commitSync();
-                    b.commitSync();
-                    expect(total == 300, "read " + total + " of 300: " + perPartition);
-                }
-                expect(perPartition.equals(Map.of(0, 100, 1, 100, 2, 100)), "per partition " + perPartition);
-                expect(consume("g-split", "java-admin", 0).isEmpty(), "the group read records again after committing them");
-            });
+            check("two classic members of one group split 3 partitions; the group resumes after its commit",
+                    () -> twoMembersSplit("g-split", "java-admin"));
 
             check("incrementalAlterConfigs sets retention.ms live; describeConfigs shows it set dynamically", () -> {
                 ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, "java-admin");
@@ -315,43 +325,12 @@ public final class ClientsCheck {
             });
             check("group.protocol=consumer (KIP-848): two members split 3 partitions, read every record once, commit", () -> {
                 admin.createTopics(List.of(new NewTopic("java-848", 3, (short) 1))).all().get(15, TimeUnit.SECONDS);
-                Object[] kip848 = {ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer"};
-                Map<Integer, Integer> perPartition = new HashMap<>();
-                try (KafkaConsumer<String, String> a = consumer("g-848", kip848); KafkaConsumer<String, String> b = consumer("g-848", kip848)) {
-                    a.subscribe(List.of("java-848"));
-                    b.subscribe(List.of("java-848"));
-                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-                    while ((a.assignment().isEmpty() || b.assignment().isEmpty()
-                            || a.assignment().size() + b.assignment().size() != 3) && System.nanoTime() < deadline) {
-                        a.poll(Duration.ofMillis(100));
-                        b.poll(Duration.ofMillis(100));
-                    }
-                    expect(!a.assignment().isEmpty() && !b.assignment().isEmpty() && a.assignment().size() + b.assignment().size() == 3,
-                            "assignments " + a.assignment() + " / " + b.assignment());
-                    try (KafkaProducer<String, String> p = producer()) {
-                        List<Future<RecordMetadata>> fs = new ArrayList<>();
-                        for (int i = 0; i < 300; i++) fs.add(p.send(new ProducerRecord<>("java-848", i % 3, null, "v" + i)));
-                        for (Future<RecordMetadata> f : fs) f.get(30, TimeUnit.SECONDS);
-                    }
-                    int total = 0;
-                    while (total < 300 && System.nanoTime() < deadline) {
-                        for (KafkaConsumer<String, String> c : List.of(a, b)) {
-                            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
-                                perPartition.merge(r.partition(), 1, Integer::sum);
-                                total++;
-                            }
-                        }
-                    }
-                    a.commitSync();
-                    b.commitSync();
-                }
-                expect(perPartition.equals(Map.of(0, 100, 1, 100, 2, 100)), "per partition " + perPartition);
+                twoMembersSplit("g-848", "java-848", ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
                 Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets("g-848").partitionsToOffsetAndMetadata().get();
                 for (int i = 0; i < 3; i++) {
                     OffsetAndMetadata om = committed.get(new TopicPartition("java-848", i));
                     expect(om != null && om.offset() == 100, "committed " + committed);
                 }
-                expect(consume("g-848", "java-848", 0, kip848).isEmpty(), "the group read records again after committing them");
             });
 
             check("deleteTopics removes the topics", () -> {
