@@ -458,11 +458,10 @@ func TestServer_Limits_MaxHeaderBytes(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to 10 s.
-// The bound is a minute: it only says when to give up waiting for
-// something that should happen, and a machine at ten times its cores'
-// load (the race detector, other tests) once took longer than 10 s to
-// cut a stalled subscriber.
+// waitFor polls cond for up to a minute. The bound only says when to
+// give up waiting for something that must happen: a machine at ten times
+// its cores' load (the race detector, other tests) once took longer than
+// 10 s to cut a stalled subscriber.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
