@@ -133,4 +133,5 @@ check "topic delete --brokers" pb topic delete fresh "${K[@]}"
 
 kafka_stop
 echo "apache-kafka: $passed passed, $failed failed"
+save_results apache-kafka
 [ "$failed" -eq 0 ]
