@@ -25,7 +25,7 @@ FEATURES = [
     ("static membership", r"static|instance"),
     ("admin", r"admin|create|describe|alter|partitions|delete|trim|list.?offsets|config|cluster|lag"),
     ("transactions, exactly-once", r"transaction|txn|exactly|zombie|fenc|read_committed|eos"),
-    ("TLS, SASL, ACLs", r"tls|ssl|sasl|scram|plain|acl|password|authoriz|certificate|unknown user"),
+    ("TLS, SASL, ACLs", r"tls|ssl|sasl|scram|\(plain\)|\bacls?\b|password|authoriz|certificate|unknown user"),
 ]
 
 # Script name (and, for a script that drives two clients, the check's
