@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -476,42 +477,40 @@ func (db *DB) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	return t, nil
 }
 
-// mergeConfig fills c's zero fields from d.
+// mergeConfig fills c's zero fields from d; d's Other configs are kept
+// where c does not set them.
 func mergeConfig(c, d TopicConfig) TopicConfig {
-	if c.Partitions == 0 {
-		c.Partitions = d.Partitions
+	orDefault(&c.Partitions, d.Partitions)
+	orDefault(&c.RetentionAge, d.RetentionAge)
+	orDefault(&c.RetentionBytes, d.RetentionBytes)
+	orDefault(&c.SegmentBytes, d.SegmentBytes)
+	orDefault(&c.SegmentAge, d.SegmentAge)
+	orDefault(&c.MaxRecordBytes, d.MaxRecordBytes)
+	orDefault(&c.Durability, d.Durability) // storage.DefaultDurability is the zero value
+	orDefault(&c.CleanupPolicy, d.CleanupPolicy)
+	orDefault(&c.DeleteRetention, d.DeleteRetention)
+	orDefault(&c.TimestampBeforeMax, d.TimestampBeforeMax)
+	orDefault(&c.TimestampAfterMax, d.TimestampAfterMax)
+	orDefault(&c.MaxMessageBytes, d.MaxMessageBytes)
+	orDefault(&c.MinCleanableDirtyRatio, d.MinCleanableDirtyRatio)
+	orDefault(&c.MinCompactionLag, d.MinCompactionLag)
+	orDefault(&c.MaxCompactionLag, d.MaxCompactionLag)
+	orDefault(&c.TimestampType, d.TimestampType)
+	orDefault(&c.Compression, d.Compression)
+	if len(d.Other) > 0 {
+		o := maps.Clone(d.Other)
+		maps.Copy(o, c.Other)
+		c.Other = o
 	}
-	if c.RetentionAge == 0 {
-		c.RetentionAge = d.RetentionAge
+	return c
+}
+
+// orDefault sets *v to d when *v is its type's zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
 	}
-	if c.RetentionBytes == 0 {
-		c.RetentionBytes = d.RetentionBytes
-	}
-	if c.SegmentBytes == 0 {
-		c.SegmentBytes = d.SegmentBytes
-	}
-	if c.SegmentAge == 0 {
-		c.SegmentAge = d.SegmentAge
-	}
-	if c.MaxRecordBytes == 0 {
-		c.MaxRecordBytes = d.MaxRecordBytes
-	}
-	if c.Durability == storage.DefaultDurability {
-		c.Durability = d.Durability
-	}
-	if c.CleanupPolicy == "" {
-		c.CleanupPolicy = d.CleanupPolicy
-	}
-	if c.DeleteRetention == 0 {
-		c.DeleteRetention = d.DeleteRetention
-	}
-	if c.TimestampBeforeMax == 0 {
-		c.TimestampBeforeMax = d.TimestampBeforeMax
-	}
-	if c.TimestampAfterMax == 0 {
-		c.TimestampAfterMax = d.TimestampAfterMax
-	}
-	return mergeKafkaConfig(c, d) // topicconfig.go
 }
 
 // Topic returns an existing topic.

@@ -13,35 +13,6 @@ import (
 	"github.com/passbook-log/passbook/vfs"
 )
 
-// mergeKafkaConfig is mergeConfig for the settings Kafka's topic configs
-// added: zero fields of c take d's.
-func mergeKafkaConfig(c, d TopicConfig) TopicConfig {
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = d.MaxMessageBytes
-	}
-	if c.MinCleanableDirtyRatio == 0 {
-		c.MinCleanableDirtyRatio = d.MinCleanableDirtyRatio
-	}
-	if c.MinCompactionLag == 0 {
-		c.MinCompactionLag = d.MinCompactionLag
-	}
-	if c.MaxCompactionLag == 0 {
-		c.MaxCompactionLag = d.MaxCompactionLag
-	}
-	if c.TimestampType == "" {
-		c.TimestampType = d.TimestampType
-	}
-	if c.Compression == "" {
-		c.Compression = d.Compression
-	}
-	if len(d.Other) > 0 {
-		o := maps.Clone(d.Other)
-		maps.Copy(o, c.Other)
-		c.Other = o
-	}
-	return c
-}
-
 // AlterTopicConfig changes topic name's settings: alter gets a copy of
 // the current ones and changes it. Partitions (see AddPartitions) and
 // Durability cannot change. The new settings are checked as
