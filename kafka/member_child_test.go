@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,4 +259,43 @@ func (m *memberProc) counts() (processed, committed int) {
 		processed += n
 	}
 	return processed, len(m.committed)
+}
+
+// timesProcessed counts how often the members processed the record at
+// (partition, offset).
+func timesProcessed(members []*memberProc, at [2]int64) int {
+	n := 0
+	for _, m := range members {
+		m.mu.Lock()
+		n += m.processed[at]
+		m.mu.Unlock()
+	}
+	return n
+}
+
+// auditDuplicates checks that every record of partitions × perPart the
+// members processed more than once is one the killed victim processed
+// without its commit returning, and returns how many extra times records
+// were processed and how many the victim had in doubt.
+func auditDuplicates(t *testing.T, members []*memberProc, victim *memberProc, partitions, perPart int) (dups, inDoubt int) {
+	t.Helper()
+	victim.mu.Lock()
+	var doubt [][2]int64
+	for at := range victim.processed {
+		if !victim.committed[at] {
+			doubt = append(doubt, at)
+		}
+	}
+	victim.mu.Unlock()
+	for p := range int64(partitions) {
+		for o := range int64(perPart) {
+			if k := timesProcessed(members, [2]int64{p, o}); k > 1 {
+				dups += k - 1
+				if !slices.Contains(doubt, [2]int64{p, o}) {
+					t.Errorf("partition %d offset %d processed %d times, and it was committed", p, o, k)
+				}
+			}
+		}
+	}
+	return dups, len(doubt)
 }
