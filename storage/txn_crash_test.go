@@ -88,24 +88,34 @@ func txnReference(t *testing.T, steps []txnStep, o Options) []txnSnapshot {
 	return refs
 }
 
+// appendStep does step i of a workload: a transactional batch of st.n
+// records from sequence seq, st.n plain records, or a commit or abort
+// marker.
+func appendStep(t *testing.T, l *Log, i int, st txnStep, seq int32) error {
+	var err error
+	switch st.op {
+	case "txn":
+		_, err = l.AppendBatch(txnBatch(t, st.pid, 0, seq, st.n, true), DefaultDurability)
+	case "plain":
+		_, err = l.Append(recs(i, st.n), DefaultDurability)
+	default:
+		typ := ControlCommit
+		if st.op == "abort" {
+			typ = ControlAbort
+		}
+		_, err = l.AppendMarker(Marker{ProducerID: st.pid, Type: typ, CoordinatorEpoch: 7}, DefaultDurability)
+	}
+	return err
+}
+
 // txnFaultRun runs steps on l until one fails and returns how many
 // were acknowledged. The sequence numbers follow the reference run's.
 func txnFaultRun(t *testing.T, l *Log, steps []txnStep) int {
 	seq := map[int64]int32{}
 	for i, st := range steps {
-		var err error
-		switch st.op {
-		case "txn":
-			_, err = l.AppendBatch(txnBatch(t, st.pid, 0, seq[st.pid], st.n, true), DefaultDurability)
+		err := appendStep(t, l, i, st, seq[st.pid])
+		if st.op == "txn" {
 			seq[st.pid] += int32(st.n)
-		case "plain":
-			_, err = l.Append(recs(i, st.n), DefaultDurability)
-		default:
-			typ := ControlCommit
-			if st.op == "abort" {
-				typ = ControlAbort
-			}
-			_, err = l.AppendMarker(Marker{ProducerID: st.pid, Type: typ, CoordinatorEpoch: 7}, DefaultDurability)
 		}
 		if err != nil {
 			return i
@@ -304,20 +314,7 @@ func TestLog_Txn_FaultRecovered(t *testing.T) {
 		for k := 0; k < len(steps); {
 			st := steps[k]
 			head := l.Head()
-			var err error
-			switch st.op {
-			case "txn":
-				_, err = l.AppendBatch(txnBatch(t, st.pid, 0, seq[st.pid], st.n, true), DefaultDurability)
-			case "plain":
-				_, err = l.Append(recs(k, st.n), DefaultDurability)
-			default:
-				typ := ControlCommit
-				if st.op == "abort" {
-					typ = ControlAbort
-				}
-				_, err = l.AppendMarker(Marker{ProducerID: st.pid, Type: typ, CoordinatorEpoch: 7}, DefaultDurability)
-			}
-			if err != nil {
+			if err := appendStep(t, l, k, st, seq[st.pid]); err != nil {
 				if !l.Health().Retrying {
 					l.Close()
 					l = mustOpen(t, "/p", &fo)
