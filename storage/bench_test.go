@@ -52,15 +52,26 @@ func BenchmarkLog_Append1_InOS(b *testing.B) {
 	reportRate(b, b.N)
 }
 
+// BenchmarkLog_Append1_InOS16Goroutines is issue 21's item 4: sixteen
+// appenders of one record each, InOS, on one log.
+func BenchmarkLog_Append1_InOS16Goroutines(b *testing.B) {
+	appendGoroutines(b, &Options{Durability: InOS}, 16)
+}
+
 func BenchmarkLog_Append1_Fsync16Goroutines(b *testing.B) {
-	l := mustOpen(b, b.TempDir(), &Options{Durability: Fsync})
+	appendGoroutines(b, &Options{Durability: Fsync}, 16)
+}
+
+// appendGoroutines runs n appenders of one 100-byte record each on one log.
+func appendGoroutines(b *testing.B, o *Options, n int) {
+	l := mustOpen(b, b.TempDir(), o)
 	defer l.Close()
 	rs := hundredBytes(1)
 	b.SetBytes(100)
 	var wg sync.WaitGroup
-	per := b.N/16 + 1
+	per := b.N/n + 1
 	b.ResetTimer()
-	for range 16 {
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -73,7 +84,7 @@ func BenchmarkLog_Append1_Fsync16Goroutines(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	reportRate(b, per*16)
+	reportRate(b, per*n)
 }
 
 func BenchmarkLog_Read1M(b *testing.B) {
