@@ -26,50 +26,127 @@ type timeEntry struct {
 }
 
 // index is a segment's sparse offset and time index. The active segment
-// keeps its entries in memory and appends them to its files as it goes;
-// a closed segment reads them from its files on demand, so memory does
-// not grow with the number of segments.
+// keeps its entries in memory and writes them to its files in runs of
+// up to indexFlushEntries (the first entry of each file at once), and
+// whole when it is synced (sealed, or the log closed): after a crash
+// Open rebuilds the active segment's index from its batches, so the
+// files only need to be complete once the segment is, and the entries
+// they do hold are always right. A closed segment reads its entries from
+// its files on demand, so memory does not grow with the number of
+// segments.
 type index struct {
 	mu                sync.RWMutex // guards the fields below against readers' lookups
 	offFile, timeFile vfs.File
 	inMemory          bool
-	offs              []offsetEntry // when inMemory
+	offs              []offsetEntry // when inMemory: every entry, written or not
 	times             []timeEntry   // when inMemory
 	offCount          int           // entries in offFile
 	timeCount         int           // entries in timeFile
-	buf               [timeEntrySize]byte
+	buf               []byte        // encoding buffer of flush
 }
+
+// indexFlushEntries is how many entries of an in-memory index wait
+// before they are written out together.
+const indexFlushEntries = 64
 
 func (x *index) appendOffset(e offsetEntry) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	b := x.buf[:offsetEntrySize]
-	binary.BigEndian.PutUint32(b, e.rel)
-	binary.BigEndian.PutUint32(b[4:], e.pos)
-	if _, err := x.offFile.Write(b); err != nil {
+	if x.inMemory {
+		x.offs = append(x.offs, e)
+		if x.offCount > 0 && len(x.offs)-x.offCount < indexFlushEntries {
+			return nil
+		}
+		return x.flushOffsLocked()
+	}
+	b := binary.BigEndian.AppendUint32(x.buf[:0], e.rel)
+	x.buf = binary.BigEndian.AppendUint32(b, e.pos)
+	if _, err := x.offFile.Write(x.buf); err != nil {
 		return fmt.Errorf("write index: %w", err)
 	}
 	x.offCount++
-	if x.inMemory {
-		x.offs = append(x.offs, e)
-	}
 	return nil
 }
 
 func (x *index) appendTime(e timeEntry) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	b := x.buf[:timeEntrySize]
-	binary.BigEndian.PutUint64(b, uint64(e.ms))
-	binary.BigEndian.PutUint32(b[8:], e.rel)
-	if _, err := x.timeFile.Write(b); err != nil {
+	if x.inMemory {
+		x.times = append(x.times, e)
+		if x.timeCount > 0 && len(x.times)-x.timeCount < indexFlushEntries {
+			return nil
+		}
+		return x.flushTimesLocked()
+	}
+	b := binary.BigEndian.AppendUint64(x.buf[:0], uint64(e.ms))
+	x.buf = binary.BigEndian.AppendUint32(b, e.rel)
+	if _, err := x.timeFile.Write(x.buf); err != nil {
 		return fmt.Errorf("write time index: %w", err)
 	}
 	x.timeCount++
-	if x.inMemory {
-		x.times = append(x.times, e)
-	}
 	return nil
+}
+
+// flushOffsLocked writes the in-memory offset entries the file lacks, in
+// one write. A failed write leaves offCount where it was: a retry
+// truncates the file to it (recoverWritesLocked) and writes them again.
+func (x *index) flushOffsLocked() error {
+	if !x.inMemory || len(x.offs) == x.offCount {
+		return nil
+	}
+	b := x.buf[:0]
+	for _, e := range x.offs[x.offCount:] {
+		b = binary.BigEndian.AppendUint32(b, e.rel)
+		b = binary.BigEndian.AppendUint32(b, e.pos)
+	}
+	x.buf = b
+	if _, err := x.offFile.Write(b); err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	x.offCount = len(x.offs)
+	return nil
+}
+
+func (x *index) flushTimesLocked() error {
+	if !x.inMemory || len(x.times) == x.timeCount {
+		return nil
+	}
+	b := x.buf[:0]
+	for _, e := range x.times[x.timeCount:] {
+		b = binary.BigEndian.AppendUint64(b, uint64(e.ms))
+		b = binary.BigEndian.AppendUint32(b, e.rel)
+	}
+	x.buf = b
+	if _, err := x.timeFile.Write(b); err != nil {
+		return fmt.Errorf("write time index: %w", err)
+	}
+	x.timeCount = len(x.times)
+	return nil
+}
+
+// flush writes every entry the files lack.
+func (x *index) flush() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.flushOffsLocked(); err != nil {
+		return err
+	}
+	return x.flushTimesLocked()
+}
+
+// offLen and timeLen are the numbers of entries, written or not.
+func (x *index) offLen() int {
+	if x.inMemory {
+		return len(x.offs)
+	}
+	return x.offCount
+}
+
+func (x *index) timeLen() int {
+	if x.inMemory {
+		return len(x.times)
+	}
+	return x.timeCount
 }
 
 func (x *index) offsetAt(i int) (offsetEntry, error) {
@@ -100,7 +177,7 @@ func (x *index) lookup(rel uint32) (uint32, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var err error
-	i := sort.Search(x.offCount, func(i int) bool {
+	i := sort.Search(x.offLen(), func(i int) bool {
 		if err != nil {
 			return true
 		}
@@ -121,7 +198,8 @@ func (x *index) lookup(rel uint32) (uint32, error) {
 func (x *index) lookupTime(ms int64) (rel uint32, ok bool, err error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	i := sort.Search(x.timeCount, func(i int) bool {
+	n := x.timeLen()
+	i := sort.Search(n, func(i int) bool {
 		if err != nil {
 			return true
 		}
@@ -129,7 +207,7 @@ func (x *index) lookupTime(ms int64) (rel uint32, ok bool, err error) {
 		e, err = x.timeAt(i)
 		return e.ms >= ms
 	})
-	if err != nil || i == x.timeCount {
+	if err != nil || i == n {
 		return 0, false, err
 	}
 	if i == 0 {
@@ -141,10 +219,11 @@ func (x *index) lookupTime(ms int64) (rel uint32, ok bool, err error) {
 
 // lastTime returns the newest time entry, if any.
 func (x *index) lastTime() (timeEntry, bool, error) {
-	if x.timeCount == 0 {
+	n := x.timeLen()
+	if n == 0 {
 		return timeEntry{}, false, nil
 	}
-	e, err := x.timeAt(x.timeCount - 1)
+	e, err := x.timeAt(n - 1)
 	return e, err == nil, err
 }
 
@@ -218,7 +297,11 @@ func (x *index) reset() error {
 	return nil
 }
 
+// sync writes out the entries the files lack and fsyncs both files.
 func (x *index) sync() error {
+	if err := x.flush(); err != nil {
+		return err
+	}
 	if err := x.offFile.Sync(); err != nil {
 		return fmt.Errorf("sync index: %w", err)
 	}
