@@ -31,6 +31,11 @@ type segment struct {
 	refs  atomic.Int32 // 1 for the log, +1 per reader; files close at 0
 	pinMu sync.Mutex   // makes acquire, release and drop one step each with their pins
 
+	// checked: the log file's bytes [0, checked) are whole batches known
+	// good since open — written by this process or CRC-checked by a
+	// reader — which fetches send without checking again (checked.go).
+	checked atomic.Int64
+
 	// cleaned: the cleaner may have rewritten this segment, so records
 	// inside its batches may skip offsets (see the package doc). Set
 	// before the segment is published.
