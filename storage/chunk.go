@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"slices"
 
 	"github.com/passbook-log/passbook/batch"
 
@@ -36,10 +39,12 @@ func (c *Chunk) WriteTo(w io.Writer) (int64, error) {
 
 // ReadBatches returns the stored batches from the one holding offset from,
 // up to maxBytes — but always at least one whole batch, so that a batch
-// larger than maxBytes still makes progress, as Kafka does. Batches are
-// CRC-checked on the way; a damaged one ends the chunk before it, or, as
-// the first, fails with a *CorruptError. At the head it returns an empty
-// chunk (Size 0, Next = from).
+// larger than maxBytes still makes progress, as Kafka does. It reads only
+// the batches' headers, except where a batch is not yet known good since
+// the log was opened (see the package doc's Reading section): such a
+// batch is read and CRC-checked on the way, and a damaged one ends the
+// chunk before it, or, as the first, fails with a *CorruptError. At the
+// head it returns an empty chunk (Size 0, Next = from).
 func (l *Log) ReadBatches(from int64, maxBytes int) (Chunk, error) {
 	return l.readBatches(from, maxBytes, l.head.Load)
 }
@@ -56,6 +61,7 @@ func (l *Log) ReadCommittedBatches(from int64, maxBytes int) (Chunk, error) {
 func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, error) {
 	r := l.NewReader(from)
 	defer r.Close()
+	var w headerWalk
 	for {
 		if r.seg == nil {
 			found, err := r.seek()
@@ -65,8 +71,9 @@ func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, 
 			if !found {
 				return Chunk{Next: from}, nil
 			}
+			w.reset(r.seg, r.br.pos, r.br.limit)
 		}
-		pos, b, h, err := r.br.next()
+		pos, h, err := w.next()
 		if err == io.EOF {
 			if segs := l.segments(); segs[len(segs)-1] == r.seg {
 				return Chunk{Next: from}, nil // at the head
@@ -76,7 +83,7 @@ func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, 
 			continue
 		}
 		if err == nil {
-			_, err = batch.Check(b)
+			err = w.check(pos, h)
 		}
 		if err != nil {
 			return Chunk{}, r.seg.corrupt(pos, err)
@@ -89,15 +96,15 @@ func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, 
 		}
 		c := Chunk{File: r.seg.log, Pos: pos, Size: int64(h.Size()), Next: h.NextOffset()}
 		for c.Size < int64(maxBytes) {
-			_, b, h, err := r.br.next()
+			pos, h, err := w.next()
 			if err != nil || c.Size+int64(h.Size()) > int64(maxBytes) {
 				break
 			}
-			if _, err := batch.Check(b); err != nil {
-				break // served on its own next time, as an error
-			}
 			if h.NextOffset() > bound() {
 				break // not yet published, or past the LSO
+			}
+			if err := w.check(pos, h); err != nil {
+				break // served on its own next time, as an error
 			}
 			c.Size += int64(h.Size())
 			c.Next = h.NextOffset()
@@ -105,4 +112,78 @@ func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, 
 		c.seg, r.seg = r.seg, nil // the chunk keeps the reference
 		return c, nil
 	}
+}
+
+// headerWalk reads the batches of a segment file header by header,
+// through a small buffer: a fetch sends the batches without looking at
+// them, and needs only where each ends. A batch past the segment's
+// checked prefix is read whole and CRC-checked (check).
+type headerWalk struct {
+	s     *segment
+	pos   int64 // file position of the next batch
+	limit int64
+	buf   [headerWalkBuf]byte
+	bufAt int64 // file position of buf[0]
+	n     int   // buf[:n] holds file bytes
+	body  []byte
+}
+
+// headerWalkBuf holds the headers of the batches in 4 KiB of the file at
+// a time: a read per batch for large batches, one per several for small.
+const headerWalkBuf = 4 << 10
+
+func (w *headerWalk) reset(s *segment, pos, limit int64) {
+	w.s, w.pos, w.limit, w.bufAt, w.n = s, pos, limit, pos, 0
+}
+
+// next returns the header of the batch at the current position and
+// advances past the batch. At the limit it returns io.EOF; a batch cut
+// short by the limit returns batch.ErrShort.
+func (w *headerWalk) next() (pos int64, h batch.Header, err error) {
+	pos = w.pos
+	if pos >= w.limit {
+		return pos, h, io.EOF
+	}
+	if pos+batch.HeaderSize > w.limit {
+		return pos, h, fmt.Errorf("%w: %d bytes left, header needs %d", batch.ErrShort, w.limit-pos, batch.HeaderSize)
+	}
+	if pos < w.bufAt || pos+batch.HeaderSize > w.bufAt+int64(w.n) {
+		want := int(min(int64(len(w.buf)), w.limit-pos))
+		m, err := w.s.log.ReadAt(w.buf[:want], pos)
+		if m < batch.HeaderSize {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return pos, h, err
+		}
+		w.bufAt, w.n = pos, m
+	}
+	off := int(pos - w.bufAt)
+	if h, err = batch.ParseHeader(w.buf[off:w.n]); err != nil {
+		return pos, h, err
+	}
+	if size := int64(h.Size()); pos+size > w.limit {
+		return pos, h, fmt.Errorf("%w: %d bytes left, batch needs %d", batch.ErrShort, w.limit-pos, size)
+	}
+	w.pos += int64(h.Size())
+	return pos, h, nil
+}
+
+// check checks the CRC of the batch at pos, whose header is h, unless the
+// segment's checked prefix covers it; a batch that passes extends the
+// prefix.
+func (w *headerWalk) check(pos int64, h batch.Header) error {
+	end := pos + int64(h.Size())
+	if w.s.knownGood(end) {
+		return nil
+	}
+	w.body = slices.Grow(w.body[:0], h.Size())[:h.Size()]
+	if _, err := w.s.log.ReadAt(w.body, pos); err != nil {
+		return err
+	}
+	if _, err := batch.Check(w.body); err != nil {
+		return err
+	}
+	w.s.markChecked(pos, end)
+	return nil
 }

@@ -14,7 +14,9 @@ import (
 
 // Reader reads records in offset order from a starting offset. It never
 // sees a half-written batch, and checks every batch's CRC before handing
-// out its records. On a compacted log offsets may skip where the cleaner
+// out its records, every time: its caller checks nothing after it (unlike
+// a Kafka client after ReadBatches, see the package doc's Reading
+// section). On a compacted log offsets may skip where the cleaner
 // removed records: a reader crosses the gaps, and one started inside a
 // gap begins at the next record kept. A Reader is for one goroutine; open as many as needed.
 // Close it to release the segment it holds.
@@ -183,6 +185,7 @@ func (r *Reader) nextBatch() (bool, error) {
 		if err != nil {
 			return false, r.seg.corrupt(pos, err)
 		}
+		r.seg.markChecked(pos, pos+int64(len(b))) // for ReadBatches (checked.go)
 		if h.NextOffset() > r.bound() {
 			// Written, but not yet published: the writer stores the
 			// segment's size before the head. Read it again next time,
