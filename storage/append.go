@@ -182,6 +182,7 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 			return l.failWrite(err)
 		}
 	}
+	s.markChecked(pos, pos+int64(len(b))) // validated before it was written (checked.go)
 	s.size.Store(pos + int64(len(b)))
 	s.next.Store(h.NextOffset())
 	l.head.Store(h.NextOffset())
