@@ -19,7 +19,9 @@
 #   scripts/test.sh long     before a release (about an hour): the default
 #                            tier, then every fuzz target for FUZZTIME (1m),
 #                            10,000 partitions of 10 segments each through
-#                            passbook serve, the long torture run (scripts/torture.sh,
+#                            passbook serve, the lab over Kafka with the
+#                            seed's 100,000 orders (PASSBOOK_LAB_KAFKA=full),
+#                            the long torture run (scripts/torture.sh,
 #                            TORTURE_DURATION 20m) and the soak
 #                            (scripts/soak.sh, SOAK_DURATION 10m).
 #
@@ -88,6 +90,8 @@ if [ "$tier" = long ]; then
   done
   echo "== 10,000 partitions x 10 segments through passbook serve"
   PASSBOOK_MANY_PARTITIONS=full go test -count=1 -timeout 30m -run '^TestServe_ManyPartitions$' ./cmd/passbook
+  echo "== the lab over Kafka with the seed's 100,000 orders"
+  PASSBOOK_LAB_KAFKA=full go test -count=1 -timeout 30m -run '^TestBinary_LabKafka$' ./cmd/passbook
   echo "== scripts/torture.sh -duration ${TORTURE_DURATION:-20m}"
   scripts/torture.sh -duration "${TORTURE_DURATION:-20m}"
   echo "== scripts/soak.sh -duration ${SOAK_DURATION:-10m}"
