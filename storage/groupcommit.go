@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 )
 
@@ -13,6 +12,27 @@ import (
 // so that appends made meanwhile, from any caller, share the fsync. end
 // must not be past the head.
 func (l *Log) WaitDurable(end int64, d Durability) error { return l.durable(d, end) }
+
+// IsDurable reports whether WaitDurable(end, d) has nothing to do: the
+// records below offset end already meet durability d (DefaultDurability
+// meaning the log's). Interval reports false, since WaitDurable also asks
+// for the next background fsync. A caller with many logs to wait for
+// waits only on those that need it.
+func (l *Log) IsDurable(end int64, d Durability) bool {
+	if d == DefaultDurability {
+		d = l.o.Durability
+	}
+	switch d {
+	case Interval:
+		return false
+	case Fsync:
+	default:
+		return true
+	}
+	l.sync.mu.Lock()
+	defer l.sync.mu.Unlock()
+	return l.sync.synced >= end
+}
 
 // durable waits until the records below end meet durability d.
 func (l *Log) durable(d Durability, end int64) error {
@@ -28,52 +48,88 @@ func (l *Log) durable(d Durability, end int64) error {
 	return l.waitSynced(end)
 }
 
-// syncer is the group commit: one fsync at a time, and every appender
-// whose records it covered returns when it completes.
+// syncer is a log's side of the group commit (Syncer does the fsyncs):
+// how far the log is fsync'd and who waits for more. Fields under mu.
 type syncer struct {
 	mu      sync.Mutex
-	cond    *sync.Cond
+	cond    *sync.Cond // waiters for synced to pass their target
 	synced  int64      // offsets below this are fsync'd
 	point   checkpoint // where the last fsync got to
 	written checkpoint // what CHECKPOINT says
-	running bool
 	err     error
+
+	want     int64   // the highest target waited for
+	queued   bool    // in its Syncer's queue, or being synced
+	inflight bool    // its fsync is running
+	waiters  int     // goroutines in waitSynced
+	own      *Syncer // the Syncer of its own, with no Options.Syncer
 }
 
-// waitSynced returns once every offset below target is fsync'd. The first
-// waiter to find no fsync running starts one that covers everything
-// written so far; the others wait for it.
+// waitSynced returns once every offset below target is fsync'd: it puts
+// the log in its Syncer's queue (once, however many wait) and sleeps
+// until a round of the Syncer covers target.
 func (l *Log) waitSynced(target int64) error {
 	s := &l.sync
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	first := true
 	for s.synced < target {
 		if s.err != nil {
 			return s.err
 		}
-		if s.running {
-			s.cond.Wait()
-			continue
+		s.want = max(s.want, target)
+		enqueue := !s.queued
+		s.queued = true
+		// An arrival counts towards the Syncer's next round unless this
+		// log's fsync is running: such a waiter is not one the last
+		// round released coming back.
+		if enqueue || first {
+			l.syncerLocked().arrive(l, enqueue, first && !s.inflight)
 		}
-		s.running = true
-		s.mu.Unlock()
-		// The appenders the last fsync released are appending again right
-		// now; letting them finish first puts them in this fsync rather
-		// than the next.
-		for range 4 {
-			runtime.Gosched()
-		}
-		upto, point, err := l.syncActive()
-		s.mu.Lock()
-		s.running = false
-		if err != nil {
-			s.err = err
-		} else if upto > s.synced {
-			s.synced, s.point = upto, point
-		}
-		s.cond.Broadcast()
+		first = false
+		s.waiters++
+		s.cond.Wait()
+		s.waiters--
 	}
 	return nil
+}
+
+// syncerLocked is the log's Syncer; l.sync.mu is held.
+func (l *Log) syncerLocked() *Syncer {
+	if l.o.Syncer != nil {
+		return l.o.Syncer
+	}
+	if l.sync.own == nil {
+		l.sync.own = NewSyncer(1)
+	}
+	return l.sync.own
+}
+
+// syncRound fsyncs l's active segment for a round of its Syncer and wakes
+// the waiters it covered. It returns how many waiters were waiting when
+// it began (all covered: each had appended before the head was read) and
+// whether the log must go in the next round, for a waiter that came
+// during the fsync with a target past it.
+func (l *Log) syncRound() (released int, again bool) {
+	s := &l.sync
+	s.mu.Lock()
+	s.inflight = true
+	released = s.waiters
+	s.mu.Unlock()
+	upto, point, err := l.syncActive()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight = false
+	if err != nil {
+		if s.err == nil {
+			s.err = err
+		}
+	} else if upto > s.synced {
+		s.synced, s.point = upto, point
+	}
+	s.queued = s.err == nil && s.want > s.synced
+	s.cond.Broadcast()
+	return released, s.queued
 }
 
 // syncActive fsyncs the active segment and returns the offset and the

@@ -97,6 +97,12 @@ type Options struct {
 	// one across its data directory). Nil: a cache of the log's own
 	// without a bound, so every segment keeps its three files open.
 	Files *FileCache
+	// Syncer is the group commit the log's Fsync appends, WaitDurable
+	// and Sync go through, shared with every log given the same one
+	// (passbook.Open shares one across its data directory): one commit
+	// window fsyncs the dirty active segments of all of them in
+	// parallel. Nil: a Syncer of the log's own.
+	Syncer *Syncer
 	// CallerLocked says the caller holds a lock covering dir (as
 	// passbook.Open holds its data directory's LOCK), so Open takes no
 	// lock of its own and the partition holds no file descriptor for it.
