@@ -37,6 +37,7 @@ package kafka
 
 import (
 	"context"
+	"sync"
 
 	"github.com/passbook-log/passbook/acl"
 	"github.com/passbook-log/passbook/batch"
@@ -131,12 +132,34 @@ func produce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (reply, error
 		return reply{resp: resp}, nil
 	}
 	return reply{resp: resp, wait: func(context.Context) {
+		// Every partition's wait runs at once: the request is answered
+		// when the slowest is durable, not after the sum of their waits.
+		// Each goroutine writes only its own partition's response.
+		fail := func(w appended, err error) {
+			p := &resp.Topics[w.topic].Partitions[w.part]
+			p.BaseOffset, p.ErrorCode, p.ErrorMessage = -1, kerr.KafkaStorageError.Code, errorMessage(err)
+		}
+		pending := waits[:0:0]
 		for _, w := range waits {
-			if err := w.l.WaitDurable(w.end, d); err != nil {
-				p := &resp.Topics[w.topic].Partitions[w.part]
-				p.BaseOffset, p.ErrorCode, p.ErrorMessage = -1, kerr.KafkaStorageError.Code, errorMessage(err)
+			if !w.l.IsDurable(w.end, d) {
+				pending = append(pending, w)
 			}
 		}
+		if len(pending) == 1 {
+			if err := pending[0].l.WaitDurable(pending[0].end, d); err != nil {
+				fail(pending[0], err)
+			}
+			return
+		}
+		var wg sync.WaitGroup
+		for _, w := range pending {
+			wg.Go(func() {
+				if err := w.l.WaitDurable(w.end, d); err != nil {
+					fail(w, err)
+				}
+			})
+		}
+		wg.Wait()
 	}}, nil
 }
 
