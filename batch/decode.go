@@ -24,10 +24,6 @@ type Decoder struct {
 	headers []RecordHeader
 	inflate decompressors
 
-	// Set by validate: the record limit (0 = none) and whether headers
-	// are only checked, not kept (Validate yields no record to anyone).
-	maxRecord   int
-	skipHeaders bool
 	// The oldest and newest record timestamps of the batch Validate last
 	// accepted, in Unix milliseconds.
 	minMs, maxMs int64
@@ -222,10 +218,6 @@ func (d *Decoder) decodeRecord(rec *Record, data []byte, h *Header) (int, error)
 	if count > int64(len(body)/HeaderOverhead) {
 		return 0, errHeaderCount
 	}
-	size = int64(len(rec.Key)+len(rec.Value)) + HeaderOverhead*count // RecordSize, less the headers' bytes
-	if d.maxRecord > 0 && size > int64(d.maxRecord) {
-		return 0, fmt.Errorf("%w: %d headers and %d bytes of key and value, over the limit of %d bytes", ErrTooLarge, count, len(rec.Key)+len(rec.Value), d.maxRecord)
-	}
 	rec.Headers = nil
 	if count > 0 {
 		d.headers = d.headers[:0]
@@ -240,20 +232,12 @@ func (d *Decoder) decodeRecord(rec *Record, data []byte, h *Header) (int, error)
 			if val, body, err = readBytes(body); err != nil {
 				return 0, err
 			}
-			size += int64(len(key) + len(val))
-			if !d.skipHeaders {
-				d.headers = append(d.headers, RecordHeader{Key: string(key), Value: val})
-			}
+			d.headers = append(d.headers, RecordHeader{Key: string(key), Value: val})
 		}
-		if !d.skipHeaders {
-			rec.Headers = d.headers
-		}
+		rec.Headers = d.headers
 	}
 	if len(body) != 0 {
 		return 0, errLength
-	}
-	if d.maxRecord > 0 && size > int64(d.maxRecord) {
-		return 0, fmt.Errorf("%w: %d bytes of key, value and headers, limit %d", ErrTooLarge, size, d.maxRecord)
 	}
 	rec.Offset = h.BaseOffset + offDelta
 	ms := h.BaseTimestamp + tsDelta
@@ -278,66 +262,4 @@ func readBytes(b []byte) (val, rest []byte, err error) {
 		return nil, nil, errLength
 	}
 	return b[:l:l], b[l:], nil
-}
-
-// Validate checks a batch completely, as a broker must before storing a
-// batch it received: the header, the CRC, and every record, whose offset
-// deltas must run 0, 1, 2, … and agree with the header's record count and
-// last offset delta. b must be exactly one batch. maxRecord, when > 0,
-// limits each record's size as RecordSize counts it (headers included);
-// a record over it is ErrTooLarge. The cost is bounded by len(b) and the
-// decompressed size whatever the counts in the batch claim: a record or
-// header count the bytes cannot hold is ErrInvalidRecord (and ErrCorrupt)
-// before anything is allocated for it. It returns the header.
-func (d *Decoder) Validate(b []byte, maxRecord int) (Header, error) {
-	return d.validate(b, maxRecord, false)
-}
-
-// ValidateKeyed is Validate for a compacted log, which keeps the newest
-// record of each key and so cannot take a record without one: such a
-// record fails with ErrNoKey.
-func (d *Decoder) ValidateKeyed(b []byte, maxRecord int) (Header, error) {
-	return d.validate(b, maxRecord, true)
-}
-
-func (d *Decoder) validate(b []byte, maxRecord int, keyed bool) (Header, error) {
-	h, err := Check(b)
-	if err != nil {
-		return h, err
-	}
-	if h.Size() != len(b) {
-		return h, fmt.Errorf("%w: length field says %d bytes, got %d", ErrCorrupt, h.Size(), len(b))
-	}
-	if h.RecordCount == 0 {
-		return h, ErrEmpty
-	}
-	if h.LastOffsetDelta != h.RecordCount-1 {
-		return h, fmt.Errorf("%w: last offset delta %d with %d records", ErrCorrupt, h.LastOffsetDelta, h.RecordCount)
-	}
-	want := h.BaseOffset
-	d.minMs, d.maxMs = h.MaxTimestamp, h.MaxTimestamp
-	d.maxRecord, d.skipHeaders = maxRecord, true
-	defer func() {
-		d.maxRecord, d.skipHeaders = 0, false
-		// A broker keeps one Decoder per partition: one large batch must
-		// not pin its decompressed bytes for good.
-		if cap(d.raw) > keepScratch {
-			d.raw = nil
-		}
-	}()
-	for rec, err := range d.Records(b) {
-		if err != nil {
-			return h, err
-		}
-		if rec.Offset != want {
-			return h, fmt.Errorf("%w: record offset delta %d, want %d", ErrCorrupt, rec.Offset-h.BaseOffset, want-h.BaseOffset)
-		}
-		ms := rec.Timestamp.UnixMilli()
-		d.minMs, d.maxMs = min(d.minMs, ms), max(d.maxMs, ms)
-		if keyed && rec.Key == nil {
-			return h, fmt.Errorf("%w: record %d", ErrNoKey, want-h.BaseOffset)
-		}
-		want++
-	}
-	return h, nil
 }

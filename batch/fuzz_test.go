@@ -15,19 +15,29 @@ import (
 // fuzzLimit keeps each fuzz input cheap to decompress.
 const fuzzLimit = 1 << 20
 
-// FuzzValidate: Validate never panics, and what it accepts re-encodes to a
-// batch that validates and decodes to the same records. Seeds are in
+// FuzzValidate: Validate never panics, gives the verdict decoding every
+// record gives (validateReference: the same error, or the same
+// timestamps), and what it accepts re-encodes to a batch that validates
+// and decodes to the same records. Seeds are in
 // testdata/fuzz/FuzzValidate.
 func FuzzValidate(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(make([]byte, HeaderSize))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d := Decoder{MaxDecompressed: fuzzLimit}
-		checkValidate(t, &d, b)
+		inputs := [][]byte{b}
 		// Mutated bytes almost never keep a right CRC: fix the length
 		// and the CRC so that the fuzzer reaches the records and codecs.
 		if len(b) >= HeaderSize {
-			checkValidate(t, &d, rebuild(b, b[HeaderSize:]))
+			inputs = append(inputs, rebuild(b, b[HeaderSize:]))
+		}
+		for _, b := range inputs {
+			checkValidate(t, &d, b)
+			// The same verdict as decoding every record (the reference).
+			for _, maxRecord := range []int{0, 8} {
+				sameAsReference(t, b, maxRecord, false)
+				sameAsReference(t, b, maxRecord, true)
+			}
 		}
 	})
 }
