@@ -66,8 +66,12 @@ type Log struct {
 	sync    syncer
 
 	recovery Recovery
-	stop     chan struct{}
-	done     chan struct{}
+	// untouched is the active segment as a trusted Open found it (the
+	// last shutdown was clean; recover.go): while it is unchanged, Close
+	// has nothing to fsync. Under mu.
+	untouched segState
+	stop      chan struct{}
+	done      chan struct{}
 
 	format2     bool          // FORMAT says 2: the partition may hold cleaned segments
 	cleanMu     sync.Mutex    // one compaction at a time; guards clean.state
@@ -250,13 +254,17 @@ func (l *Log) Close() error {
 	err := l.Err()
 	if err == nil {
 		a := l.active()
-		if err = a.finishTimeIndex(); err == nil {
-			err = a.log.Sync()
+		err = a.finishTimeIndex()
+		// An active segment unchanged since a trusted Open is as durable
+		// as the clean Close before it left it: its fsyncs would do
+		// nothing a power loss needs.
+		if err == nil && l.untouched != activeState(a) {
+			if err = a.log.Sync(); err == nil {
+				err = a.idx.sync()
+			}
 		}
 		if err == nil {
-			if err = a.idx.sync(); err == nil {
-				err = l.txnCloseLocked(a) // txnindex.go
-			}
+			err = l.txnCloseLocked(a) // txnindex.go
 			if err == nil {
 				err = writeCheckpoint(l.fs, l.dir, checkpoint{base: a.base, pos: a.size.Load(), clean: true})
 			}

@@ -58,26 +58,37 @@ func (l *Log) load() error {
 	l.recovery.Segments = len(bases)
 	segs := make([]*segment, 0, len(bases))
 	publish := func() { s := slices.Clone(segs); l.segs.Store(&s) }
+	// created: this Open made a file (a new partition's first segment, or
+	// index files a segment had lost), whose directory entry is not yet
+	// durable. names is sorted (vfs.FS.ReadDir).
+	created := false
+	exists := func(name string) bool { _, ok := slices.BinarySearch(names, name); return ok }
+	trusted := false // the active segment is as a clean Close left it
 	for i, base := range bases {
+		if !exists(segmentName(base, ".log")) || !exists(segmentName(base, ".index")) || !exists(segmentName(base, ".timeindex")) {
+			created = true
+		}
 		s, err := l.openSegment(base, i == len(bases)-1)
 		if err != nil {
+			publish() // for Open's closeFiles
 			return err
 		}
 		s.cleaned = i < len(bases)-1 && base < l.clean.state.rewritten
 		segs = append(segs, s)
-		publish()
 		if i < len(bases)-1 {
 			err = l.loadClosed(s, false)
 		} else {
-			err = l.loadActive(s, cp)
+			trusted, err = l.loadActive(s, cp)
+		}
+		if err == nil && i > 0 && segs[i-1].next.Load() != base {
+			err = &CorruptError{File: s.path, Pos: 0, Err: fmt.Errorf("segment starts at offset %d but the previous one ends at %d", base, segs[i-1].next.Load())}
 		}
 		if err != nil {
+			publish()
 			return err
 		}
-		if i > 0 && segs[i-1].next.Load() != base {
-			return &CorruptError{File: s.path, Pos: 0, Err: fmt.Errorf("segment starts at offset %d but the previous one ends at %d", base, segs[i-1].next.Load())}
-		}
 	}
+	publish()
 	l.head.Store(segs[len(segs)-1].next.Load())
 	start, err := l.loadedStart(segs[0].base, l.head.Load())
 	if err != nil {
@@ -92,15 +103,31 @@ func (l *Log) load() error {
 	// From here on the last shutdown was not clean until Close says so.
 	// The active segment is synced first: the checkpoint must never claim
 	// bytes that a power loss could still take away.
+	//
+	// Each sync is what a power loss right after Open would need. After a
+	// clean shutdown whose checkpoint matches the active segment (trusted)
+	// and with no file created here, none is: that Close fsync'd the
+	// active segment and its indexes before it wrote the clean
+	// checkpoint, closed segments were fsync'd when they were sealed, and
+	// every file's directory entry was synced by whoever created it (a
+	// roll, a compaction's swap, an atomic write, an earlier Open that
+	// created one). Otherwise the previous process may have died with
+	// bytes or entries only in the page cache (a SIGKILL keeps them there,
+	// and this process would build on them), a torn tail was truncated, an
+	// index was rebuilt, or this Open created files: sync all three.
 	active := segs[len(segs)-1]
-	if err := l.fs.SyncDir(l.dir); err != nil { // the segment files may be new
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	if err := active.log.Sync(); err != nil {
-		return fmt.Errorf("sync active segment: %w", err)
-	}
-	if err := active.idx.sync(); err != nil {
-		return err
+	if !trusted || created {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("sync directory: %w", err)
+		}
+		if err := active.log.Sync(); err != nil {
+			return fmt.Errorf("sync active segment: %w", err)
+		}
+		if err := active.idx.sync(); err != nil {
+			return err
+		}
+	} else {
+		l.untouched = activeState(active)
 	}
 	l.sync.synced = l.head.Load()
 	l.sync.point = checkpoint{base: active.base, pos: active.size.Load()}
@@ -184,21 +211,33 @@ func (l *Log) loadFromIndex(s *segment, size int64, active bool) error {
 }
 
 // loadActive opens the active segment: a cleanly closed one whose size
-// matches the checkpoint is trusted; any other is re-validated batch by
-// batch.
-func (l *Log) loadActive(s *segment, cp checkpoint) error {
+// matches the checkpoint is trusted (loaded from its index files);
+// any other is re-validated batch by batch.
+func (l *Log) loadActive(s *segment, cp checkpoint) (trusted bool, err error) {
 	size, err := fileSize(s.log)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if cp.clean && cp.base == s.base && cp.pos == size {
 		s.size.Store(size)
 		if err := l.loadFromIndex(s, size, true); err == nil {
-			return nil
+			return true, nil
 		}
 		l.recovery.RebuiltIndex++
 	}
-	return l.rebuild(s, size, true, cp)
+	return false, l.rebuild(s, size, true, cp)
+}
+
+// segState is what of the active segment an append changes: Close
+// compares it with the state a trusted Open found (Log.untouched).
+type segState struct {
+	base, size  int64
+	offs, times int
+	valid       bool
+}
+
+func activeState(s *segment) segState {
+	return segState{base: s.base, size: s.size.Load(), offs: s.idx.offCount, times: s.idx.timeCount, valid: true}
 }
 
 // rebuild re-reads a segment from its start, checks every batch, rewrites
