@@ -3,8 +3,10 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/passbook-log/passbook/vfs"
@@ -26,6 +28,7 @@ type checkpoint struct {
 	base  int64 // active segment's base offset
 	pos   int64 // bytes of it that were fsync'd
 	clean bool  // written by a clean Close
+	torn  bool  // read from a torn CHECKPOINT: says nothing (readCheckpoint)
 }
 
 func (c checkpoint) encode() []byte {
@@ -56,7 +59,9 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 }
 
 // readCheckpoint reads dir's checkpoint. A missing one is the zero
-// checkpoint: nothing known to be synced, not clean.
+// checkpoint: nothing known to be synced, not clean. So is a torn one (see
+// tornCheckpoint), with torn set: a power loss during its in-place update.
+// Any other damage is a *CorruptError.
 func readCheckpoint(fsys vfs.FS, dir string) (checkpoint, error) {
 	b, err := vfs.ReadFile(fsys, filepath.Join(dir, checkpointFile))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -67,12 +72,63 @@ func readCheckpoint(fsys vfs.FS, dir string) (checkpoint, error) {
 	}
 	c, err := decodeCheckpoint(b)
 	if err != nil {
+		if tornCheckpoint(b) {
+			return checkpoint{torn: true}, nil
+		}
 		return checkpoint{}, &CorruptError{File: filepath.Join(dir, checkpointFile), Pos: 0, Err: err}
 	}
 	return c, nil
 }
 
-// writeCheckpoint replaces dir's checkpoint atomically.
+// tornCheckpoint reports whether b, which fails its CRC, is what a power
+// loss during writeCheckpoint's in-place update can leave: some bytes of
+// the old checkpoint and some of the new. Every checkpoint has the same
+// size, magic, version and zero reserved bytes, and a clean flag of 0 or
+// 1, so such a mix has them too; a file without them was damaged some
+// other way. A torn checkpoint says nothing: the update it tore was
+// being made after an fsync that had returned, so the older one it
+// replaced held a recovery point no later than the truth, and without
+// either the active segment is re-validated from its start, every
+// damaged batch in it treated as a torn tail. Nothing fsync'd is lost
+// (fsync'd bytes are not damaged by a power loss) and the partition
+// opens.
+func tornCheckpoint(b []byte) bool {
+	if len(b) != checkpointSize || string(b[:4]) != "PBCK" || b[4] != 1 || b[21] > 1 {
+		return false
+	}
+	for _, r := range b[22:29] {
+		if r != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// writeCheckpoint records c in dir's checkpoint, durably. An existing
+// checkpoint of the right size is updated in place: one write of its 33
+// bytes at offset 0 and one fdatasync, no rename, no directory fsync (the
+// file's size and name do not change). A power loss during it may tear
+// it; readCheckpoint knows a torn one. A missing or odd-sized one is
+// replaced atomically (write, fsync, rename, fsync directory).
 func writeCheckpoint(fsys vfs.FS, dir string, c checkpoint) error {
-	return vfs.WriteFileAtomic(fsys, dir, checkpointFile, c.encode())
+	name := filepath.Join(dir, checkpointFile)
+	if fi, err := fsys.Stat(name); err != nil || fi.Size() != checkpointSize {
+		return vfs.WriteFileAtomic(fsys, dir, checkpointFile, c.encode())
+	}
+	f, err := fsys.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", checkpointFile, err)
+	}
+	if _, err := f.Write(c.encode()); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", checkpointFile, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", checkpointFile, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", checkpointFile, err)
+	}
+	return nil
 }

@@ -40,8 +40,14 @@
 // CHECKPOINT holds 33 bytes: magic "PBCK" (4), version (1), the active
 // segment's base offset (8), a byte position in it up to which the log was
 // fsync'd (8), a clean-shutdown flag (1), reserved (7), and a CRC-32C of
-// the preceding bytes (4). It is replaced atomically (write, fsync,
-// rename, fsync directory).
+// the preceding bytes (4). It is created atomically (write, fsync,
+// rename, fsync directory) and then updated in place: one write of its 33
+// bytes at offset 0 and one fdatasync. A power loss during an update may
+// leave it torn, old bytes and new mixed: the right size, magic, version
+// and reserved bytes but a bad CRC. Open treats a torn checkpoint as
+// none (not clean, nothing of the active segment known fsync'd: it is
+// re-validated from its start and damage in it is a torn tail), which
+// loses nothing fsync'd; any other damage to CHECKPOINT is corruption.
 //
 // Everything above is frozen: it is what existing data directories hold.
 // A change needs a new FORMAT version and a migration. (Version 2 is
@@ -138,7 +144,7 @@
 // marks, 24 bytes each (end offset, time in ms, tombstone count: the
 // tombstones below end, and not below the end of the mark before, were
 // first seen at that time); and a CRC-32C of all that (4). It is
-// replaced atomically, like CHECKPOINT.
+// replaced atomically (write, fsync, rename, fsync directory).
 //
 // The swap of a cleaned segment at base B replacing the segments with
 // bases in [B, E) goes through these states; Open recovers from each:

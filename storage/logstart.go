@@ -12,7 +12,7 @@ package storage
 //
 //	LOGSTART  17 bytes: magic "PBLS" (4), version 1 (1), the log start
 //	          offset (int64, big-endian, 8), CRC-32C of the preceding
-//	          bytes (4). Replaced atomically, like CHECKPOINT.
+//	          bytes (4). Replaced atomically (write, fsync, rename, fsync directory).
 //
 // The file is frozen like the others. It needs no new FORMAT version: a
 // passbook that does not know it ignores it and serves the hidden records

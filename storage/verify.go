@@ -258,6 +258,9 @@ func scanPartition(fsys vfs.FS, dir string, progress func(int64)) (*partitionSca
 	ps.cp, err = readCheckpoint(fsys, dir)
 	var ce *CorruptError
 	switch {
+	case err == nil && ps.cp.torn:
+		ps.cpBad = true
+		problem(Problem{Kind: ProblemCheckpoint, File: cpPath, Pos: 0, Detail: "checkpoint crc mismatch: torn by a power loss during its in-place update; Open re-validates the active segment without it"})
 	case errors.As(err, &ce):
 		ps.cpBad = true
 		refused(Problem{Kind: ProblemCheckpoint, File: cpPath, Pos: 0, Detail: ce.Err.Error() + "; Open refuses the partition"})

@@ -367,7 +367,12 @@ func TestVerify_FencedIsWhatOpenRefuses(t *testing.T) {
 		{"FORMAT missing", func(mem *vfs.MemFS, _ []int64) { mem.Remove("/p/FORMAT") }, true},
 		{"FORMAT of a later version", put("/p/FORMAT", "passbook-partition 9\n"), true},
 		{"FORMAT not passbook's", put("/p/FORMAT", "something else\n"), true},
-		{"CHECKPOINT fails its CRC", func(mem *vfs.MemFS, _ []int64) { flipByte(t, mem, "/p/CHECKPOINT", 10) }, true},
+		{"CHECKPOINT torn (fails its CRC)", func(mem *vfs.MemFS, _ []int64) { flipByte(t, mem, "/p/CHECKPOINT", 10) }, false},
+		{"CHECKPOINT with a damaged magic", func(mem *vfs.MemFS, _ []int64) { flipByte(t, mem, "/p/CHECKPOINT", 1) }, true},
+		{"CHECKPOINT of the wrong size", func(mem *vfs.MemFS, _ []int64) {
+			b, _ := mem.FileBytes("/p/CHECKPOINT")
+			mem.SetFileBytes("/p/CHECKPOINT", b[:20])
+		}, true},
 		{"fsync'd bytes of the active segment gone", func(mem *vfs.MemFS, bases []int64) {
 			active := seg(bases[len(bases)-1], ".log")
 			b, _ := mem.FileBytes(active)

@@ -395,6 +395,13 @@ type CrashOptions struct {
 	// synced contents, a random-length prefix (possibly empty, possibly
 	// whole) of the bytes past the synced length: the last write may be
 	// torn. Without Tear every unsynced byte is lost.
+	//
+	// Tear also tears overwrites: where unsynced writes changed bytes
+	// that were synced (a file updated in place, like CHECKPOINT), the
+	// changed range from its first to its last changed byte keeps the
+	// new bytes up to a random cut and the synced ones after it (with
+	// Pages, each 4 KiB page of it is new or synced at random). Without
+	// Tear the synced bytes survive.
 	Tear bool
 	// Pages, with Tear, models write-back out of order, as a real page
 	// cache does it: the unsynced bytes are cut at the file's 4 KiB page
@@ -455,10 +462,42 @@ func (c *crasher) clone(n *memNode) *memNode {
 		tail := n.mu.data[len(n.mu.synced):]
 		data = append(data, tail[:c.rng.IntN(len(tail)+1)]...)
 	}
+	if c.tear {
+		c.tearOverwrite(data, n.mu.synced, n.mu.data)
+	}
 	f.mu.data = data
 	f.mu.modTime = n.mu.modTime
 	f.syncLocked() // torn bytes that reached the disk are durable now
 	return f
+}
+
+// tearOverwrite puts into out, which holds the synced bytes, a torn part
+// of the unsynced overwrite of them that data (the current contents)
+// holds: see CrashOptions.Tear.
+func (c *crasher) tearOverwrite(out, synced, data []byte) {
+	n := min(len(out), len(synced), len(data))
+	lo := 0
+	for lo < n && synced[lo] == data[lo] {
+		lo++
+	}
+	if lo == n {
+		return
+	}
+	hi := n
+	for synced[hi-1] == data[hi-1] {
+		hi--
+	}
+	if c.pages {
+		for p := lo / memPage * memPage; p < hi; p += memPage {
+			if c.rng.IntN(2) == 0 {
+				from, to := max(p, lo), min(p+memPage, hi)
+				copy(out[from:to], data[from:to])
+			}
+		}
+		return
+	}
+	cut := lo + c.rng.IntN(hi-lo+1)
+	copy(out[lo:cut], data[lo:cut])
 }
 
 // memPage is the page size of CrashOptions.Pages.
