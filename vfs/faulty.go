@@ -266,3 +266,64 @@ func (f *faultyFile) Stat() (fs.FileInfo, error) {
 }
 
 func (f *faultyFile) Name() string { return f.f.Name() }
+
+var _ MapFS = (*FaultyFS)(nil)
+
+func (f *FaultyFS) canMap() bool { return CanMap(f.fs) }
+
+// MapFile maps a file of the wrapped FS (ErrNoMapping if it cannot map),
+// as an OpOpen. On the mapping, Allocate is an OpTruncate (it changes the
+// file's length) and WriteAt an OpWrite, failing as File.Write does (with
+// ShortWrite, its first half copied); Close is an OpClose; Populate,
+// which changes nothing, is not counted.
+func (f *FaultyFS) MapFile(name string, reserve int64) (MappedFile, error) {
+	m, ok := f.fs.(MapFS)
+	if !ok || !CanMap(f.fs) {
+		return nil, ErrNoMapping
+	}
+	if err := f.fault(Op{Kind: OpOpen, Name: name}); err != nil {
+		return nil, err
+	}
+	mf, err := m.MapFile(name, reserve)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyMapped{m: mf, fs: f}, nil
+}
+
+type faultyMapped struct {
+	m  MappedFile
+	fs *FaultyFS
+}
+
+func (f *faultyMapped) op(kind OpKind) Op { return Op{Kind: kind, Name: f.m.Name()} }
+
+func (f *faultyMapped) Name() string          { return f.m.Name() }
+func (f *faultyMapped) Size() int64           { return f.m.Size() }
+func (f *faultyMapped) Populate(off, n int64) { f.m.Populate(off, n) }
+
+func (f *faultyMapped) Allocate(size int64) error {
+	if err := f.fs.fault(f.op(OpTruncate)); err != nil {
+		return err
+	}
+	return f.m.Allocate(size)
+}
+
+func (f *faultyMapped) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.fs.fault(f.op(OpWrite)); err != nil {
+		if !f.fs.opts.ShortWrite {
+			return 0, err
+		}
+		n, _ := f.m.WriteAt(p[:len(p)/2], off)
+		return n, err
+	}
+	return f.m.WriteAt(p, off)
+}
+
+func (f *faultyMapped) Close() error {
+	if err := f.fs.fault(f.op(OpClose)); err != nil {
+		f.m.Close()
+		return err
+	}
+	return f.m.Close()
+}

@@ -41,3 +41,34 @@ func (f *fullFile) Write(p []byte) (int, error) {
 	}
 	return f.File.Write(p)
 }
+
+var _ MapFS = (*FullFS)(nil)
+
+func (d *FullFS) canMap() bool { return CanMap(d.FS) }
+
+// MapFile maps a file of the wrapped FS (ErrNoMapping if it cannot map).
+// While the disk is full, Allocate fails with ENOSPC; a mapped write
+// below the allocated length never does, its space being allocated.
+func (d *FullFS) MapFile(name string, reserve int64) (MappedFile, error) {
+	m, ok := d.FS.(MapFS)
+	if !ok || !CanMap(d.FS) {
+		return nil, ErrNoMapping
+	}
+	mf, err := m.MapFile(name, reserve)
+	if err != nil {
+		return nil, err
+	}
+	return &fullMapped{MappedFile: mf, d: d}, nil
+}
+
+type fullMapped struct {
+	MappedFile
+	d *FullFS
+}
+
+func (f *fullMapped) Allocate(size int64) error {
+	if f.d.full.Load() && size > f.Size() {
+		return &fs.PathError{Op: "fallocate", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	return f.MappedFile.Allocate(size)
+}
