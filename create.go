@@ -52,15 +52,18 @@ type openedPartition struct {
 // took about a minute.
 func (db *DB) openPartitions(name string, c TopicConfig, d storage.Durability) []openedPartition {
 	out := make([]openedPartition, c.Partitions)
-	parallel(c.Partitions, func(p int) {
-		o := c.storageOptions()
-		o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
-		// The data directory's LOCK covers the partitions: none
-		// holds a lock file (and a descriptor) of its own.
-		o.Files, o.CallerLocked = db.files, true
-		out[p].l, out[p].err = storage.Open(layout.PartitionDir(db.dir, name, p), &o)
-	})
+	parallel(c.Partitions, func(p int) { out[p].l, out[p].err = db.openPartition(name, c, d, p) })
 	return out
+}
+
+// openPartition opens (or creates) partition p of the topic name.
+func (db *DB) openPartition(name string, c TopicConfig, d storage.Durability, p int) (*storage.Log, error) {
+	o := c.storageOptions()
+	o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
+	// The data directory's LOCK covers the partitions: none
+	// holds a lock file (and a descriptor) of its own.
+	o.Files, o.CallerLocked = db.files, true
+	return storage.Open(layout.PartitionDir(db.dir, name, p), &o)
 }
 
 // parallel runs openParallelism partitions at once in topics of

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -208,6 +209,7 @@ func (db *DB) load() (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("passbook: list topics: %w", err)
 	}
+	var pending []*topicOpen
 	for _, name := range names {
 		_, err := db.fs.Stat(layout.TopicConfig(db.dir, name))
 		if ValidTopicName(name) != nil || errors.Is(err, fs.ErrNotExist) {
@@ -223,12 +225,22 @@ func (db *DB) load() (*DB, error) {
 			}
 			continue
 		}
-		t, err := db.openTopic(name, nil, TopicID{})
+		to, err := db.prepareTopic(name, nil, TopicID{})
 		if err != nil {
 			db.Close()
 			return nil, err
 		}
-		db.topics[name] = t
+		pending = append(pending, to)
+	}
+	db.openAllPartitions(pending) // open.go
+	for i, to := range pending {
+		t, err := db.finishTopic(to)
+		if err != nil {
+			closeOpened(pending[i+1:])
+			db.Close()
+			return nil, err
+		}
+		db.topics[t.name] = t
 	}
 	if !o.NoCreate {
 		if err := db.bindTopics(); err != nil {
@@ -341,6 +353,28 @@ func (db *DB) topicDir(name string) string { return layout.TopicDir(db.dir, name
 // openTopic opens an existing topic, or creates one with ID id when cfg
 // is non-nil.
 func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, error) {
+	to, err := db.prepareTopic(name, cfg, id)
+	if err != nil {
+		return nil, err
+	}
+	to.opened = db.openPartitions(name, to.t.cfg, to.d)
+	return db.finishTopic(to)
+}
+
+// topicOpen is a topic between openTopic's steps: its configuration read
+// (prepareTopic), its partitions opened (opened), fenced or refused and
+// topic.json written (finishTopic). Open runs the steps for all topics at
+// once, opening every partition through one pool (open.go).
+type topicOpen struct {
+	t      *Topic
+	cfg    *TopicConfig // as openTopic was given it: non-nil for a new topic
+	d      storage.Durability
+	opened []openedPartition
+}
+
+// prepareTopic reads (or, with cfg, creates the directory of) the topic
+// name, without opening its partitions.
+func (db *DB) prepareTopic(name string, cfg *TopicConfig, id TopicID) (*topicOpen, error) {
 	dir := db.topicDir(name)
 	var c TopicConfig
 	newID := false // an existing topic without an ID gets one
@@ -383,7 +417,17 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 	if d == storage.DefaultDurability {
 		d = db.o.Durability
 	}
-	opened := db.openPartitions(name, c, d)
+	return &topicOpen{t: t, cfg: cfg, d: d}, nil
+}
+
+// finishTopic takes the opened partitions of to: for an existing topic it
+// fences those that failed to open (fence.go); for a new one, a failed
+// partition fails the creation. It then writes topic.json if the topic is
+// new or has no ID yet. On error every partition of to is closed.
+func (db *DB) finishTopic(to *topicOpen) (*Topic, error) {
+	t, cfg, opened := to.t, to.cfg, to.opened
+	name, c, id, newID := t.name, t.cfg, t.id, t.idNew
+	dir := db.topicDir(name)
 	for p, op := range opened {
 		l, err := op.l, op.err
 		if err != nil && cfg == nil {
@@ -419,19 +463,7 @@ func (db *DB) openTopic(name string, cfg *TopicConfig, id TopicID) (*Topic, erro
 	return t, nil
 }
 
-func (t *Topic) close() error {
-	errs := make([]error, len(t.parts))
-	parallel(len(t.parts), func(p int) {
-		l := t.parts[p]
-		if l == nil { // fenced
-			return
-		}
-		if err := l.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
-			errs[p] = err
-		}
-	})
-	return errors.Join(errs...)
-}
+func (t *Topic) close() error { return closeTopics([]*Topic{t}) }
 
 // CreateTopic creates a topic. Zero fields of cfg take the DB's
 // Options.Topic values, then the defaults.
@@ -604,10 +636,7 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	db.building.Wait()
 	db.mu.Lock()
-	var errs []error
-	for _, t := range db.topics {
-		errs = append(errs, t.close())
-	}
+	errs := []error{closeTopics(slices.Collect(maps.Values(db.topics)))} // open.go
 	if db.offsets != nil {
 		errs = append(errs, db.offsets.Close())
 	}
