@@ -34,10 +34,30 @@ const (
 	wCommit                  // a consumer committing after every record
 	wLatency                 // produce → tailing consumer at a fixed rate
 	wKiB                     // as wBatch with 1 KiB records
+	// The workloads of issue 21 (durable produce over many partitions,
+	// franz-go's defaults, 1 KiB records against the disk's bandwidth,
+	// open time over many partitions).
+	wKiBDurable // as wDurable with 1 KiB records
+	wDefaults   // Kafka produce with franz-go's default producer settings
+	wAcks1      // acks=all produce over 1 partition, windows of --partitions × 10 records
+	wAcksMany   // the same over --partitions partitions, round robin
+	wOpenSmall  // passbook serve's open time over the first of --open-partitions
+	wOpenLarge  // the same over the second
 	numWorkloads
 )
 
-var workloadKeys = [numWorkloads]string{"single", "batch", "fsync", "replay", "commit", "latency", "1kib"}
+var workloadKeys = [numWorkloads]string{"single", "batch", "fsync", "replay", "commit", "latency", "1kib",
+	"1kib-fsync", "defaults", "acks-1p", "acks-manyp", "open-small", "open-large"}
+
+// kafkaOnly reports whether w runs only on Kafka-protocol servers the
+// issue compares (passbook serve and kfake): the other systems skip it.
+func (w workload) kafkaOnly() bool {
+	return w == wDefaults || w == wAcks1 || w == wAcksMany || w == wOpenSmall || w == wOpenLarge
+}
+
+// issue21 reports whether w is one of issue 21's workloads, which only
+// passbook and the systems named for it run.
+func (w workload) issue21() bool { return w >= wKiBDurable }
 
 func (w workload) key() string { return workloadKeys[w] }
 
@@ -58,6 +78,16 @@ func (w workload) title(p params) string {
 		return fmt.Sprintf("End-to-end latency, produce → tailing consumer, %s records/s of %d B for %v", commas(int64(p.rate)), p.size, p.latencyTime)
 	case wKiB:
 		return fmt.Sprintf("Append %s × 1 KiB in batches of %s", commas(int64(p.n)), commas(int64(p.batch)))
+	case wKiBDurable:
+		return fmt.Sprintf("Append %s × 1 KiB in batches of %s, fsync before acknowledgement, against the disk's bandwidth", commas(int64(p.n)), commas(int64(p.batch)))
+	case wDefaults:
+		return fmt.Sprintf("Kafka produce of %s × %d B with franz-go's default producer settings", commas(int64(p.n)), p.size)
+	case wAcks1:
+		return fmt.Sprintf("acks=all produce of %s × %d B to 1 partition, windows of %s", commas(int64(p.n)), p.size, commas(int64(p.manyWindow())))
+	case wAcksMany:
+		return fmt.Sprintf("acks=all produce of %s × %d B over %s partitions, windows of %s", commas(int64(p.n)), p.size, commas(int64(p.partitions)), commas(int64(p.manyWindow())))
+	case wOpenSmall, wOpenLarge:
+		return fmt.Sprintf("Open of passbook serve over %s partitions, after a clean stop", commas(int64(p.openPartitions(w))))
 	}
 	return "?"
 }
@@ -70,11 +100,26 @@ type params struct {
 	maxTime     time.Duration // a measurement stops after this long; its rate is records done / time taken
 	rate        int           // wLatency: records/s offered
 	latencyTime time.Duration // wLatency: how long
+	partitions  int           // wAcksMany: partitions of the topic
+	openSizes   [2]int        // wOpenSmall, wOpenLarge: partitions of the data directory
+}
+
+// manyWindow is the window of unacknowledged records of the acks=all
+// workloads, the same over 1 partition and over many: ten records a
+// partition of the many.
+func (p params) manyWindow() int { return max(10*p.partitions, p.batch) }
+
+// openPartitions is the partition count an open workload opens.
+func (p params) openPartitions(w workload) int {
+	if w == wOpenLarge {
+		return p.openSizes[1]
+	}
+	return p.openSizes[0]
 }
 
 // forWorkload is p as w runs it.
 func (p params) forWorkload(w workload) params {
-	if w == wKiB {
+	if w == wKiB || w == wKiBDurable {
 		p.size = 1024
 	}
 	return p
@@ -85,6 +130,11 @@ type measure struct {
 	records int           // records appended, read or committed
 	elapsed time.Duration // time taken
 	lat     []time.Duration
+	// The server's CPU time over the measurement and the record bytes
+	// it moved (replay: the bytes fetched), where the harness can read
+	// the server process.
+	serverCPU time.Duration
+	bytes     int64
 }
 
 func (m measure) rate() float64 { return float64(m.records) / m.elapsed.Seconds() }
@@ -128,9 +178,12 @@ type harness struct {
 	natsServer  string
 	natsSync    string // nats-server for the sync_interval: always row
 	passbookBin string
+	baselineBin string
 	mdOut       string
 	pngOut      string
 	quick       bool
+	skipLimits  bool
+	appenders   bool // run storage.Log vs tidwall/wal at 1 and 16 appenders
 	stderr      io.Writer
 	command     string
 }
@@ -150,18 +203,22 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	h := harness{stderr: stderr}
 	peers := fs.String("peers", "all", "peers to run beside passbook: all, or a comma-separated list of "+strings.Join(allPeers, ", "))
-	wls := fs.String("workloads", "all", "workloads: all, or a comma-separated list of "+strings.Join(workloadKeys[:], ", "))
+	wls := fs.String("workloads", "all", "workloads: all, or a comma-separated list of "+strings.Join(workloadKeys[:], ", ")+", "+appendersKey+" (storage.Log vs tidwall/wal, 1 and 16 InOS appenders)")
 	fs.IntVar(&h.p.n, "n", 1_000_000, "records per append and replay workload")
 	fs.IntVar(&h.p.batch, "batch", 1000, "records per batch (or window of unacknowledged records)")
 	fs.DurationVar(&h.p.maxTime, "max-time", 10*time.Second, "a measurement stops after this long; its rate is the records done over the time taken")
 	fs.IntVar(&h.p.rate, "rate", 10_000, "latency workload: records/s offered (below every system's saturation)")
 	fs.DurationVar(&h.p.latencyTime, "latency-time", 5*time.Second, "latency workload: how long to produce")
+	fs.IntVar(&h.p.partitions, "partitions", 1000, "acks-manyp workload: partitions of the topic (acks-1p has one; both produce --n records in windows of 10 × this)")
+	openSizes := fs.String("open-partitions", "1000,10000", "open-small and open-large workloads: partitions of the data directory passbook serve opens")
+	fs.BoolVar(&h.skipLimits, "skip-limits", false, "do not measure the machine's limits at the start")
 	fs.IntVar(&h.trials, "trials", 3, "trials; each starts every system afresh")
 	fs.StringVar(&h.dir, "dir", os.TempDir(), "directory for the temporary data directories (the disk under test)")
 	fs.StringVar(&h.pythonLab, "python-lab", "", "the course's Python lab script, run with python3 in a fresh directory (not ours to commit)")
 	fs.StringVar(&h.natsServer, "nats-server", "nats-server", "the nats-server binary")
 	fs.StringVar(&h.natsSync, "nats-sync-server", "", "the nats-server binary for the sync_interval: always configuration, which needs 2.10 or later (default: --nats-server)")
 	fs.StringVar(&h.passbookBin, "passbook", "", "the passbook binary for the Kafka-protocol runs (default: built from this repository with go build)")
+	fs.StringVar(&h.baselineBin, "baseline-passbook", "", "an older passbook binary (the old fetch path) whose server CPU per MB fetched the replay compares with")
 	fs.StringVar(&h.mdOut, "md", "", "also write the report into this markdown file, replacing only its own section (e.g. ../docs/benchmarks.md)")
 	fs.StringVar(&h.pngOut, "png", "", "also draw the bar chart into this PNG file (e.g. ../docs/benchmarks.png)")
 	fs.BoolVar(&h.quick, "quick", false, "N = 10,000, one trial, short latency run: a smoke run of seconds (for CI)")
@@ -189,13 +246,19 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if !isFlagSet(fs, "latency-time") {
 			h.p.latencyTime = time.Second
 		}
+		if !isFlagSet(fs, "open-partitions") {
+			*openSizes = "100,1000"
+		}
+	}
+	if _, err := fmt.Sscanf(*openSizes, "%d,%d", &h.p.openSizes[0], &h.p.openSizes[1]); err != nil || h.p.openSizes[0] < 1 || h.p.openSizes[1] < 1 {
+		return fmt.Errorf("--open-partitions %q: want two positive counts, e.g. 1000,10000", *openSizes)
 	}
 	h.p.size = recordBytes
 	if h.natsSync == "" {
 		h.natsSync = h.natsServer
 	}
-	if h.p.n < 1 || h.p.batch < 1 || h.trials < 1 || h.p.rate < 1 || h.p.maxTime <= 0 || h.p.latencyTime <= 0 {
-		return errors.New("--n, --batch, --trials, --rate, --max-time and --latency-time must be positive")
+	if h.p.n < 1 || h.p.batch < 1 || h.trials < 1 || h.p.rate < 1 || h.p.maxTime <= 0 || h.p.latencyTime <= 0 || h.p.partitions < 1 {
+		return errors.New("--n, --batch, --trials, --rate, --max-time, --latency-time and --partitions must be positive")
 	}
 	h.peers = map[string]bool{}
 	for _, k := range strings.Split(*peers, ",") {
@@ -218,11 +281,16 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			for w := range numWorkloads {
 				h.workloads = append(h.workloads, w)
 			}
+			h.appenders = true
 			break
+		}
+		if k == appendersKey {
+			h.appenders = true
+			continue
 		}
 		i := slices.Index(workloadKeys[:], k)
 		if i < 0 {
-			return fmt.Errorf("unknown workload %q (want all or some of %s)", k, strings.Join(workloadKeys[:], ", "))
+			return fmt.Errorf("unknown workload %q (want all or some of %s, %s)", k, strings.Join(workloadKeys[:], ", "), appendersKey)
 		}
 		h.workloads = append(h.workloads, workload(i))
 	}
@@ -256,20 +324,24 @@ type cell struct {
 	trials []measure
 	errs   []string
 	skip   string
+	hidden bool // not a system this workload compares: no row in its table
 }
 
 // results is everything a run measured.
 type results struct {
-	h          *harness
-	systems    []*system
-	cells      map[string]map[workload]*cell // by system name
-	started    time.Time
-	took       time.Duration
-	loadAvg    [2]string // before and after
-	loadDuring stats     // the 1-minute load average, sampled every 5 s
-	machine    []string
-	usage      map[string][]serverUsage // by system name, a trial each
-	work       map[string]int           // records measured, by system name, over the trials
+	h            *harness
+	systems      []*system
+	cells        map[string]map[workload]*cell // by system name
+	started      time.Time
+	took         time.Duration
+	loadAvg      [2]string // before and after
+	loadDuring   stats     // the 1-minute load average, sampled every 5 s
+	machine      []string
+	usage        map[string][]serverUsage // by system name, a trial each
+	work         map[string]int           // records measured, by system name, over the trials
+	limits       *limits                  // this machine's, measured at the start; nil if not
+	appenders    appenderResults          // storage.Log vs tidwall/wal, InOS, 1 and 16 appenders
+	appendersErr string                   // why a trial of them failed, or ""
 }
 
 func (r *results) cell(s *system, w workload) *cell {
@@ -292,8 +364,19 @@ func (h *harness) run(ctx context.Context, tmp string) (*results, error) {
 		return nil, err
 	}
 	r := &results{h: h, systems: systems, cells: map[string]map[workload]*cell{}, started: time.Now(), machine: machine(h.dir),
-		usage: map[string][]serverUsage{}, work: map[string]int{}}
+		usage: map[string][]serverUsage{}, work: map[string]int{}, appenders: appenderResults{}}
 	r.loadAvg[0] = loadAvg()
+	if !h.skipLimits {
+		fmt.Fprintf(h.stderr, "measuring this machine's limits in %s\n", h.dir)
+		sz := limitSizesFor(h.quick)
+		l, err := measureLimits(tmp, sz)
+		if err != nil {
+			return nil, fmt.Errorf("machine limits: %w", err)
+		}
+		l.dir = h.dir
+		r.limits = l
+		fmt.Fprint(h.stderr, l.markdown())
+	}
 	// Sample the 1-minute load average while the run goes.
 	sampling := make(chan struct{})
 	sampled := make(chan []float64, 1)
@@ -363,6 +446,8 @@ func (h *harness) runTrial(ctx context.Context, r *results, trial int, tmp strin
 		for _, w := range h.workloads {
 			c := r.cell(s, w)
 			switch {
+			case !runsIssue21(s, w):
+				c.skip, c.hidden = "not one of the systems issue 21 compares on this workload", true
 			case s.unavailable != "":
 				c.skip = s.unavailable
 			case s.skip(w) != "":
@@ -397,10 +482,19 @@ func (h *harness) runTrial(ctx context.Context, r *results, trial int, tmp strin
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if st.s.skip(w) != "" {
+			if st.s.skip(w) != "" || !runsIssue21(st.s, w) {
 				continue
 			}
 			h.measure(ctx, r, st, w, trial)
+		}
+	}
+	if h.appenders && (h.peers["wal"]) {
+		if err := h.runAppenders(ctx, r, trial, tmp); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			r.appendersErr = err.Error()
+			fmt.Fprintf(h.stderr, "trial %d: appenders: %v\n", trial+1, err)
 		}
 	}
 	// What each server process cost over the trial, read before it stops.
@@ -425,7 +519,9 @@ func (h *harness) measure(ctx context.Context, r *results, st started, w workloa
 	// Start from a clean page cache: what the systems before wrote is
 	// on the disk, not waiting to be written back during this run.
 	syscall.Sync()
+	began := time.Now()
 	m, err := st.t.run(ctx, w, h.p.forWorkload(w))
+	setup := roundDuration(time.Since(began) - m.elapsed)
 	if reason, ok := isNA(err); ok {
 		c.skip = reason
 		return
@@ -443,8 +539,8 @@ func (h *harness) measure(ctx context.Context, r *results, st started, w workloa
 		fmt.Fprintf(h.stderr, "trial %d: %s: %s: p50 %v p99 %v p99.9 %v (%s records)\n", trial+1, s.name, w.key(),
 			percentile(m.lat, 0.5), percentile(m.lat, 0.99), percentile(m.lat, 0.999), commas(int64(len(m.lat))))
 	} else {
-		fmt.Fprintf(h.stderr, "trial %d: %s: %s: %s records/s (%s records in %v)\n", trial+1, s.name, w.key(),
-			commas(int64(m.rate())), commas(int64(m.records)), roundDuration(m.elapsed))
+		fmt.Fprintf(h.stderr, "trial %d: %s: %s: %s records/s (%s records in %v; %v more untimed)\n", trial+1, s.name, w.key(),
+			commas(int64(m.rate())), commas(int64(m.records)), roundDuration(m.elapsed), setup)
 	}
 }
 
@@ -593,6 +689,22 @@ func (lp *latencyProbe) run(ctx context.Context, p params, send func(vals [][]by
 		return measure{}, fmt.Errorf("fell behind: offering %s records took %v, not %v", commas(int64(lp.total)), offered, p.latencyTime)
 	}
 	return measure{records: lp.total, elapsed: offered, lat: lp.lat}, nil
+}
+
+// runsIssue21 reports whether s runs w: every system runs the workloads
+// of issue 9, while issue 21's run only on passbook and the peers its
+// targets name (kfake, in memory for produce, with SyncWrites for the
+// 1 KiB fsync workload).
+func runsIssue21(s *system, w workload) bool {
+	switch w {
+	case wKiBDurable:
+		return s.name == pbEmbedded || s.name == pbKafka || s.name == kfakeDurableName
+	case wDefaults, wAcks1, wAcksMany:
+		return s.name == pbKafka || s.name == kfakeMemoryName
+	case wOpenSmall, wOpenLarge:
+		return s.name == pbKafka
+	}
+	return true
 }
 
 // onlyFor is a skip function for a configuration that runs only w.

@@ -30,8 +30,12 @@ func passbookKafka(ctx context.Context, bin string, buildErr error) *system {
 		name: "passbook (Kafka protocol)",
 		durability: func(w workload) string {
 			switch w {
-			case wDurable:
+			case wDurable, wKiBDurable, wAcks1, wAcksMany:
 				return "acks=all: fsync'd before the acknowledgement (group commit)"
+			case wDefaults:
+				return "franz-go's defaults: idempotent, acks=all (fsync'd before the acknowledgement), 10 ms linger"
+			case wOpenSmall, wOpenLarge:
+				return "exec → a Metadata answer listing every partition, after a clean stop"
 			case wReplay:
 				return "franz-go consumer, Fetch from offset 0"
 			case wLatency:
@@ -58,7 +62,7 @@ func passbookKafka(ctx context.Context, bin string, buildErr error) *system {
 				p.stop(5 * time.Second)
 				return nil, err
 			}
-			t := &kafkaTarget{addr: addr, stopServer: func() error { p.stop(30 * time.Second); return nil }, filled: map[string]int{}}
+			t := &kafkaTarget{addr: addr, stopServer: func() error { p.stop(30 * time.Second); return nil }, filled: map[string]int{}, bin: bin, tmp: dir}
 			return t, t.started(ctx, p, began)
 		},
 	}
@@ -92,24 +96,33 @@ func kfakeSystem(durable bool) *system {
 	if durable {
 		return &system{
 			key:  "kfake",
-			name: "franz-go kfake (DataDir, SyncWrites)",
+			name: kfakeDurableName,
 			durability: func(workload) string {
 				return "acks=all, DataDir with SyncWrites: fsync per produced batch"
 			},
-			skip:    onlyFor(wDurable, "kfake's fsync configuration runs only the fsync workload; see the in-memory row"),
+			skip: func(w workload) string {
+				if w == wDurable || w == wKiBDurable {
+					return ""
+				}
+				return "kfake's fsync configuration runs only the fsync workloads; see the in-memory row"
+			},
 			variant: true,
 			start:   func(ctx context.Context, dir string) (target, error) { return startKfake(ctx, dir, true) },
 		}
 	}
 	return &system{
 		key:  "kfake",
-		name: "franz-go kfake (in memory)",
+		name: kfakeMemoryName,
 		durability: func(w workload) string {
 			switch w {
 			case wReplay:
 				return "franz-go consumer, Fetch from offset 0"
 			case wCommit:
 				return "OffsetCommit per record (kept in memory)"
+			case wAcks1, wAcksMany:
+				return "acks=all, in memory only (lost with the process)"
+			case wDefaults:
+				return "franz-go's defaults (idempotent, acks=all, 10 ms linger), in memory only"
 			case wLatency:
 				return "acks=1, in memory; franz-go consumer long-polling Fetch"
 			}
@@ -124,6 +137,11 @@ func kfakeSystem(durable bool) *system {
 		start: func(ctx context.Context, dir string) (target, error) { return startKfake(ctx, dir, false) },
 	}
 }
+
+const (
+	kfakeMemoryName  = "franz-go kfake (in memory)"
+	kfakeDurableName = "franz-go kfake (DataDir, SyncWrites)"
+)
 
 // kfakeCommand is the child process that serves a kfake cluster.
 const kfakeCommand = "_kfake"
@@ -190,6 +208,8 @@ type kafkaTarget struct {
 	stopServer func() error
 	filled     map[string]int
 	server     *serverProc // nil for a server the harness did not start
+	bin        string      // passbook serve's binary (the open workloads start their own), or ""
+	tmp        string      // passbook serve's trial directory, or ""
 }
 
 func (t *kafkaTarget) close() error { return t.stopServer() }
@@ -212,11 +232,16 @@ func (t *kafkaTarget) client(opts ...kgo.Opt) (*kgo.Client, error) {
 
 // createTopic creates a one-partition topic.
 func (t *kafkaTarget) createTopic(ctx context.Context, cl *kgo.Client, name string) error {
+	return createTopicN(ctx, cl, name, 1)
+}
+
+// createTopicN creates a topic of n partitions.
+func createTopicN(ctx context.Context, cl *kgo.Client, name string, n int) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, int32(n), 1
 	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 10_000
+	req.TimeoutMillis = 120_000
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", name, err)
@@ -230,7 +255,7 @@ func (t *kafkaTarget) createTopic(ctx context.Context, cl *kgo.Client, name stri
 }
 
 func acks(w workload) kgo.Acks {
-	if w == wDurable {
+	if w == wDurable || w == wKiBDurable {
 		return kgo.AllISRAcks()
 	}
 	return kgo.LeaderAck()
@@ -308,7 +333,7 @@ func (t *kafkaTarget) run(ctx context.Context, w workload, p params) (measure, e
 	switch w {
 	case wSingle:
 		return t.appendRun(ctx, w, p, 1)
-	case wBatch, wDurable, wKiB:
+	case wBatch, wDurable, wKiB, wKiBDurable:
 		return t.appendRun(ctx, w, p, p.batch)
 	case wReplay:
 		if err := t.fill(ctx, "replay", p.n, p.size); err != nil {
@@ -319,7 +344,23 @@ func (t *kafkaTarget) run(ctx context.Context, w workload, p params) (measure, e
 			return measure{}, err
 		}
 		defer cl.Close()
-		return pollCount(ctx, cl, p.n, p.maxTime)
+		// The server's CPU around the replay alone (the fill is done).
+		cpu0, cpuErr := t.serverCPU()
+		m, err := pollCount(ctx, cl, p.n, p.maxTime)
+		if cpu1, err1 := t.serverCPU(); err == nil && cpuErr == nil && err1 == nil {
+			m.serverCPU, m.bytes = cpu1-cpu0, int64(m.records)*int64(p.size)
+		} else if err == nil {
+			fmt.Fprintf(os.Stderr, "replay: the server's CPU: %v\n", errors.Join(cpuErr, err1))
+		}
+		return m, err
+	case wDefaults:
+		return t.defaultsRun(ctx, p)
+	case wAcks1:
+		return t.acksAllRun(ctx, p, 1)
+	case wAcksMany:
+		return t.acksAllRun(ctx, p, p.partitions)
+	case wOpenSmall, wOpenLarge:
+		return t.openRun(ctx, p.openPartitions(w))
 	case wCommit:
 		return t.commitRun(ctx, p)
 	case wLatency:

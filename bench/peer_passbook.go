@@ -19,7 +19,7 @@ func passbookEmbedded() *system {
 		name: "passbook (embedded)",
 		durability: func(w workload) string {
 			switch w {
-			case wDurable:
+			case wDurable, wKiBDurable:
 				return "Fsync: fdatasync before Append returns (group commit)"
 			case wCommit:
 				return "commit = SQLite UPSERT, WAL, synchronous=NORMAL: survives a process kill"
@@ -104,6 +104,8 @@ func (t *passbookTarget) run(ctx context.Context, w workload, p params) (measure
 		return t.appendRun(ctx, "kib", p, p.batch, storage.InOS)
 	case wDurable:
 		return t.appendRun(ctx, "fsync", p, p.batch, storage.Fsync)
+	case wKiBDurable:
+		return t.appendRun(ctx, "kib-fsync", p, p.batch, storage.Fsync)
 	case wReplay:
 		tp, err := t.fill("replay", p.n, p.size)
 		if err != nil {

@@ -155,16 +155,28 @@ func (r *results) markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.name, esc(s.version), esc(how))
 	}
 	b.WriteString("\n")
+	if r.limits != nil {
+		b.WriteString(r.limits.markdown())
+	}
 	r.targets(&b)
+	r.targets21(&b)
+	r.limitsTable(&b)
 	for _, w := range h.workloads {
 		fmt.Fprintf(&b, "### %d. %s\n\n", w+1, w.title(p))
-		if w == wLatency {
+		switch w {
+		case wLatency:
 			r.latencyTable(&b, w)
-		} else {
+		case wOpenSmall, wOpenLarge:
+			r.openTable(&b, w)
+		default:
 			r.rateTable(&b, w)
+		}
+		if w == wReplay {
+			r.fetchCPUTable(&b)
 		}
 		b.WriteString("\n")
 	}
+	r.appendersTable(&b)
 	r.usageTable(&b)
 	b.WriteString(method(p))
 	return b.String()
@@ -182,7 +194,7 @@ func method(p params) string {
 - **6. latency**: a fixed offered rate below every system's saturation, the same for all; a consumer tails the stream from before the first record.
 - A measurement stops after N records or --max-time; rates are records done over time taken, so a capped run still gives a fair rate.
 - The course's Python lab runs only with `+"`--python-lab FILE`"+` (it is not ours to commit): its rate is the records it reports processed over the wall time of the whole script.
-`, p.size, commas(int64(p.batch)))
+`, p.size, commas(int64(p.batch))) + method21(p)
 }
 
 // systemErrors sums up a system's failed trials, or "".
@@ -208,7 +220,7 @@ func (r *results) systemErrors(s *system) string {
 // shown reports whether s gets a row in w's table.
 func (r *results) shown(s *system, w workload) bool {
 	c := r.lookup(s.name, w)
-	if c == nil {
+	if c == nil || c.hidden {
 		return false
 	}
 	return !s.variant || len(c.trials) > 0 || len(c.errs) > 0 || (s.unavailable != "" && s.skip(w) == "")
@@ -216,22 +228,33 @@ func (r *results) shown(s *system, w workload) bool {
 
 func (r *results) rateTable(b *strings.Builder, w workload) {
 	pe, pk := r.median(pbEmbedded, w), r.median(pbKafka, w)
-	kib := w == wKiB
-	fmt.Fprintf(b, "| system | what it does, what an acknowledgement means | records/s | %spassbook embedded ÷ this | passbook Kafka ÷ this |\n", map[bool]string{true: "MiB/s | "}[kib])
-	fmt.Fprintf(b, "|---|---|---:|%s---:|---:|\n", map[bool]string{true: "---:|"}[kib])
+	kib := w == wKiB || w == wKiBDurable
+	disk := w == wKiBDurable && r.limits != nil
+	extra, extraAlign := "", ""
+	if kib {
+		extra, extraAlign = "MiB/s | ", "---:|"
+	}
+	if disk {
+		extra, extraAlign = extra+"÷ the disk's buffered+fdatasync bandwidth | ", extraAlign+"---:|"
+	}
+	fmt.Fprintf(b, "| system | what it does, what an acknowledgement means | records/s | %spassbook embedded ÷ this | passbook Kafka ÷ this |\n", extra)
+	fmt.Fprintf(b, "|---|---|---:|%s---:|---:|\n", extraAlign)
 	for _, s := range r.systems {
 		if !r.shown(s, w) {
 			continue
 		}
 		c := r.lookup(s.name, w)
 		if st := c.status(); st != "" {
-			fmt.Fprintf(b, "| %s | %s |  |%s  |  |\n", s.name, esc(st), map[bool]string{true: "  |"}[kib])
+			fmt.Fprintf(b, "| %s | %s |  |%s  |  |\n", s.name, esc(st), strings.Repeat("  |", strings.Count(extra, "|")))
 			continue
 		}
 		st := summarize(c.rates())
 		mib := ""
 		if kib {
 			mib = fmt.Sprintf(" %s |", commas(int64(math.Round(st.median*1024/(1<<20)))))
+		}
+		if disk {
+			mib += fmt.Sprintf(" %.0f%% |", 100*st.median*1024/r.limits.seqBytesPerS.median)
 		}
 		re, rk := ratio(pe, st.median), ratio(pk, st.median)
 		if s.name == pbEmbedded {

@@ -31,9 +31,35 @@ func TestPeers_Quick(t *testing.T) {
 	}
 	t.Log(out.String())
 	report := out.String()
+	quick := params{n: 10_000, size: recordBytes, batch: 1000, rate: 2000, latencyTime: time.Second, partitions: 1000, openSizes: [2]int{100, 1000}}
 	for w := range numWorkloads {
-		if !strings.Contains(report, w.title(params{n: 10_000, size: recordBytes, batch: 1000, rate: 2000, latencyTime: time.Second})) {
+		if !strings.Contains(report, w.title(quick)) {
 			t.Errorf("report lacks the table of %s", w.key())
+		}
+	}
+	// Issue 21: the machine's limits, its targets (each measured, as a
+	// ratio or a time), the figures against the limits, storage.Log
+	// against tidwall/wal at 1 and 16 appenders.
+	for _, want := range []string{
+		"### This machine's limits", "| fdatasync of a 170 B append to one file |", "| buffered write + fdatasync, 16.00 MiB in 1 MiB writes |",
+		"### The targets of issue 21", "### Against this machine's limits",
+		"| acks=all over 1,000 partitions ≥ 0.5× acks=all over one partition (passbook serve) |",
+		"| acks=all over 1,000 partitions ≥ kfake (in memory) at 1,000 partitions |",
+		"| Kafka produce with franz-go's default producer settings ≥ 0.9× kfake (in memory) |",
+		"| 1 KiB records, acks=all (fsync), ≥ 90% of the disk's buffered+fdatasync bandwidth (Kafka protocol) |",
+		"| open of passbook serve over 1,000 partitions after a clean stop (exec → ready) |",
+		"| single-record InOS appends, 16 appenders on one log: storage.Log ≥ 1.5× tidwall/wal |",
+		"| server CPU per MB fetched by a replay, against kfake (in memory) |",
+		"### storage.Log vs tidwall/wal: 10,000 single-record InOS appends, 1 and 16 appenders", "| 16 | ",
+		"| server | CPU per MB fetched | ÷ kfake's |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, row := range strings.Split(report, "\n") {
+		if strings.Contains(row, "| not measured |") && (strings.Contains(row, "partitions") || strings.Contains(row, "franz-go's default")) {
+			t.Errorf("an issue 21 target was not measured: %s", row)
 		}
 	}
 	// passbook itself must have run every workload it has. The latency

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -22,6 +23,14 @@ func (h *harness) systems(ctx context.Context, tmp string) ([]*system, error) {
 	pe.version = "this repository" + ifSet(" at ", head) + " (" + runtime.Version() + ")"
 	pk.version = "passbook serve" + ifSet(" at ", head) + ", franz-go " + moduleVersion("github.com/twmb/franz-go")
 	out := []*system{pe, pk}
+	if h.baselineBin != "" {
+		// The old path, for the replay's CPU per MB fetched only.
+		bl := passbookKafka(ctx, h.baselineBin, statErr(h.baselineBin))
+		bl.name, bl.variant = pbBaseline, true
+		bl.version = "passbook serve " + h.baselineBin + " (--baseline-passbook)"
+		bl.skip = onlyFor(wReplay, "the baseline binary runs only the replay (its server CPU per MB fetched)")
+		out = append(out, bl)
+	}
 	add := func(key string, ss ...*system) {
 		if h.peers[key] {
 			out = append(out, ss...)
@@ -45,6 +54,11 @@ func (h *harness) systems(ctx context.Context, tmp string) ([]*system, error) {
 		fmt.Fprintf(h.stderr, "passbook serve will be skipped: %v\n", buildErr)
 	}
 	return out, nil
+}
+
+func statErr(file string) error {
+	_, err := os.Stat(file)
+	return err
 }
 
 // gitHead is the repository's commit, marked "+changes" when the work

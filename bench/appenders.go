@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/wal"
+
+	"github.com/passbook-log/passbook/storage"
+)
+
+// storage.Log against tidwall/wal with single-record InOS appends (no
+// fsync), from one goroutine and from 16 at once (issue 21, items 4 and
+// 5). One appender is bench/wal.go's workload (b), passbookSingles and
+// walSingles; 16 appenders share one log, each appending its share.
+
+// appendersKey names them in --workloads.
+const appendersKey = "appenders"
+
+// appenderCounts are the goroutine counts measured.
+var appenderCounts = []int{1, 16}
+
+// appenderResults are records/s by system ("passbook", "wal") and
+// goroutine count, a figure per trial.
+type appenderResults map[string]map[int][]float64
+
+func (a appenderResults) add(sys string, k int, x float64) {
+	if a[sys] == nil {
+		a[sys] = map[int][]float64{}
+	}
+	a[sys][k] = append(a[sys][k], x)
+}
+
+// median of a system's figures at k appenders, or 0.
+func (a appenderResults) median(sys string, k int) float64 {
+	if xs := a[sys][k]; len(xs) > 0 {
+		return summarize(xs).median
+	}
+	return 0
+}
+
+// runAppenders measures both systems at every count, n records each, in
+// fresh directories under tmp; the order of the systems alternates from
+// trial to trial.
+func (h *harness) runAppenders(ctx context.Context, r *results, trial int, tmp string) error {
+	n := h.p.n
+	type run struct {
+		sys string
+		f   func(dir string, k int) (float64, error)
+	}
+	runs := []run{
+		{"passbook", func(dir string, k int) (float64, error) {
+			if k == 1 {
+				return passbookSingles(dir, n)
+			}
+			return passbookAppenders(dir, n, k)
+		}},
+		{"wal", func(dir string, k int) (float64, error) {
+			if k == 1 {
+				return walSingles(dir, n)
+			}
+			return walAppenders(dir, n, k)
+		}},
+	}
+	if trial%2 == 1 {
+		runs[0], runs[1] = runs[1], runs[0]
+	}
+	for _, k := range appenderCounts {
+		for _, ru := range runs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			dir := filepath.Join(tmp, fmt.Sprintf("appenders-%s-%d-t%d", ru.sys, k, trial))
+			syscall.Sync()
+			x, err := ru.f(dir, k)
+			os.RemoveAll(dir)
+			if err != nil {
+				return fmt.Errorf("%s, %d appenders: %w", ru.sys, k, err)
+			}
+			r.appenders.add(ru.sys, k, x)
+			fmt.Fprintf(h.stderr, "trial %d: %s: %d appender(s), InOS: %s records/s\n", trial+1, ru.sys, k, commas(int64(x)))
+		}
+	}
+	return nil
+}
+
+// passbookAppenders appends n single-record batches to one storage.Log
+// with InOS durability from k goroutines at once.
+func passbookAppenders(dir string, n, k int) (float64, error) {
+	l, err := storage.Open(dir, &storage.Options{Durability: storage.InOS})
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	rs := hundredByteRecords(1)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range k {
+		wg.Go(func() {
+			for range share(n, k, g) {
+				if _, err := l.Append(rs, storage.InOS); err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	if got := l.Head(); got != int64(n) {
+		return 0, fmt.Errorf("the log holds %d records, want %d", got, n)
+	}
+	return rate(n, el), nil
+}
+
+// walAppenders writes n entries to one tidwall/wal log (NoSync) from k
+// goroutines at once. Its entries are numbered by the caller and must be
+// written in order, so each goroutine takes the next number and writes
+// it under one mutex, as concurrent users of it must.
+func walAppenders(dir string, n, k int) (float64, error) {
+	w, err := wal.Open(dir, &wal.Options{NoSync: true})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Close()
+	v := bytes.Repeat([]byte("x"), recordBytes)
+	var mu sync.Mutex
+	next := uint64(1)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range k {
+		wg.Go(func() {
+			for range share(n, k, g) {
+				mu.Lock()
+				err := w.Write(next, v)
+				next++
+				mu.Unlock()
+				if err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return rate(n, el), nil
+}
+
+// share is goroutine g's part of n records over k goroutines.
+func share(n, k, g int) int {
+	s := n / k
+	if g < n%k {
+		s++
+	}
+	return s
+}
