@@ -13,29 +13,29 @@ import (
 var _ MapFS = osFS{}
 
 // MapFile maps name shared, for reading and writing, with address space
-// reserved for reserve bytes. Its own descriptor on the file stays open
-// until Close, for fallocate.
+// reserved for reserve bytes. It holds no descriptor on the file (the
+// mapping keeps the file itself): Allocate opens it by name for its
+// fallocate, so a FileCache's bound on descriptors still holds.
 func (osFS) MapFile(name string, reserve int64) (MappedFile, error) {
 	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	m := &osMapped{f: f, size: fi.Size()}
-	if err := m.remap(max(reserve, m.size)); err != nil {
-		f.Close()
+	m := &osMapped{name: name, size: fi.Size()}
+	if err := m.remap(f, max(reserve, m.size)); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 type osMapped struct {
-	f    *os.File
-	size int64 // the file's length
+	name string
+	size int64 // the file's length; only the writer's goroutine reads it
 	// mu is held shared by Populate, exclusively by whatever unmaps.
 	mu     sync.RWMutex
 	data   []byte // the mapping; len(data) may exceed size (never touched past it)
@@ -45,12 +45,12 @@ type osMapped struct {
 // mapUnit rounds mapping lengths (2 MiB: a huge page's worth).
 const mapUnit = 2 << 20
 
-// remap replaces the mapping with one of at least n bytes.
-func (m *osMapped) remap(n int64) error {
+// remap replaces the mapping with one of at least n bytes of f.
+func (m *osMapped) remap(f *os.File, n int64) error {
 	n = (n + mapUnit - 1) / mapUnit * mapUnit
-	data, err := unix.Mmap(int(m.f.Fd()), 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	data, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return &fs.PathError{Op: "mmap", Path: m.f.Name(), Err: err}
+		return &fs.PathError{Op: "mmap", Path: m.name, Err: err}
 	}
 	m.mu.Lock()
 	old := m.data
@@ -63,42 +63,49 @@ func (m *osMapped) remap(n int64) error {
 }
 
 func (m *osMapped) Size() int64  { return m.size }
-func (m *osMapped) Name() string { return m.f.Name() }
+func (m *osMapped) Name() string { return m.name }
 
 func (m *osMapped) Allocate(size int64) error {
 	if m.closed {
-		return errMapClosed(m.f.Name())
+		return errMapClosed(m.name)
 	}
 	if size <= m.size {
 		return nil
 	}
-	if err := unix.Fallocate(int(m.f.Fd()), 0, m.size, size-m.size); err != nil {
+	f, err := os.OpenFile(m.name, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fallocate(int(f.Fd()), 0, m.size, size-m.size); err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) {
 			err = fmt.Errorf("%w: %w", ErrNoMapping, err)
 		}
 		// The file may have grown before the failure: keep size honest.
-		if fi, serr := m.f.Stat(); serr == nil {
+		if fi, serr := f.Stat(); serr == nil {
 			m.size = fi.Size()
 		}
-		return &fs.PathError{Op: "fallocate", Path: m.f.Name(), Err: err}
+		return &fs.PathError{Op: "fallocate", Path: m.name, Err: err}
 	}
 	m.size = size
 	if size > int64(len(m.data)) {
-		return m.remap(max(size, 2*int64(len(m.data))))
+		return m.remap(f, max(size, 2*int64(len(m.data))))
 	}
 	return nil
 }
 
 func (m *osMapped) WriteAt(p []byte, off int64) (int, error) {
 	if m.closed {
-		return 0, errMapClosed(m.f.Name())
+		return 0, errMapClosed(m.name)
 	}
 	if off < 0 || off+int64(len(p)) > m.size {
-		return 0, errMapRange(m.f.Name(), off, len(p), m.size)
+		return 0, errMapRange(m.name, off, len(p), m.size)
 	}
 	return copy(m.data[off:], p), nil
 }
 
+// Populate prepares pages of [off, off+n), which the caller took from
+// below Size (which only grows while the file is mapped).
 func (m *osMapped) Populate(off, n int64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -106,7 +113,7 @@ func (m *osMapped) Populate(off, n int64) {
 		return
 	}
 	page := int64(os.Getpagesize())
-	from, to := off/page*page, min(off+n, m.size, int64(len(m.data)))
+	from, to := max(off, 0)/page*page, min(off+n, int64(len(m.data)))
 	if from >= to {
 		return
 	}
@@ -120,13 +127,10 @@ func (m *osMapped) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return errMapClosed(m.f.Name())
+		return errMapClosed(m.name)
 	}
 	m.closed = true
 	err := unix.Munmap(m.data)
 	m.data = nil
-	if cerr := m.f.Close(); err == nil {
-		err = cerr
-	}
 	return err
 }
