@@ -1,6 +1,9 @@
 package storage
 
-import "os"
+import (
+	"os"
+	"sort"
+)
 
 // What a fetch need not check again (see the package doc's Reading
 // section). Each segment keeps checked, the end of the prefix of its log
@@ -60,4 +63,24 @@ func (f *cachedFile) osFile() *os.File {
 		return of.OSFile()
 	}
 	return nil
+}
+
+// lastAtOrBefore returns the offset index's last entry whose batch starts
+// at or before pos; found is false when there is none.
+func (x *index) lastAtOrBefore(pos uint32) (e offsetEntry, found bool, err error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i := sort.Search(x.offLen(), func(i int) bool {
+		if err != nil {
+			return true
+		}
+		var e offsetEntry
+		e, err = x.offsetAt(i)
+		return e.pos > pos
+	})
+	if err != nil || i == 0 {
+		return e, false, err
+	}
+	e, err = x.offsetAt(i - 1)
+	return e, err == nil, err
 }

@@ -96,6 +96,9 @@ func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, 
 		}
 		c := Chunk{File: r.seg.log, Pos: pos, Size: int64(h.Size()), Next: h.NextOffset()}
 		for c.Size < int64(maxBytes) {
+			if next, ok := w.skip(c.Pos+int64(maxBytes), bound()); ok {
+				c.Size, c.Next = w.pos-c.Pos, next
+			}
 			pos, h, err := w.next()
 			if err != nil || c.Size+int64(h.Size()) > int64(maxBytes) {
 				break
@@ -126,6 +129,8 @@ type headerWalk struct {
 	bufAt int64 // file position of buf[0]
 	n     int   // buf[:n] holds file bytes
 	body  []byte
+	// skipped: skip looked in the index since reset.
+	skipped bool
 }
 
 // headerWalkBuf holds the headers of the batches in 4 KiB of the file at
@@ -133,7 +138,7 @@ type headerWalk struct {
 const headerWalkBuf = 4 << 10
 
 func (w *headerWalk) reset(s *segment, pos, limit int64) {
-	w.s, w.pos, w.limit, w.bufAt, w.n = s, pos, limit, pos, 0
+	w.s, w.pos, w.limit, w.bufAt, w.n, w.skipped = s, pos, limit, pos, 0, false
 }
 
 // next returns the header of the batch at the current position and
@@ -167,6 +172,43 @@ func (w *headerWalk) next() (pos int64, h batch.Header, err error) {
 	}
 	w.pos += int64(h.Size())
 	return pos, h, nil
+}
+
+// skipMin is the distance below which skip does not look in the index:
+// a few headers are cheaper to read than the index's entries.
+const skipMin = 64 << 10
+
+// skip moves the walk, by the sparse index, over known-good batches to the
+// last indexed batch that starts at or before end and whose base offset
+// is at most bound, so that a fetch of many small batches reads a few
+// index entries instead of every header. It returns that base offset, the
+// offset after the batches skipped. It does not move in a cleaned segment
+// (where a batch's base offset may be past the end of the one before),
+// nor when the index entry does not match the batch it names (the index
+// is not checksummed).
+func (w *headerWalk) skip(end, bound int64) (next int64, ok bool) {
+	end = min(end, w.limit, w.s.checked.Load())
+	if w.s.cleaned || end-w.pos < skipMin || w.skipped {
+		return 0, false
+	}
+	w.skipped = true // once: the entry found is the last before end
+	e, found, err := w.s.idx.lastAtOrBefore(uint32(end))
+	if err != nil || !found || int64(e.pos) <= w.pos {
+		return 0, false
+	}
+	base := w.s.base + int64(e.rel)
+	if base > bound {
+		return 0, false
+	}
+	from := w.pos
+	w.pos = int64(e.pos)
+	_, h, err := w.next() // reads the header at e.pos, for the next call too
+	w.pos = int64(e.pos)
+	if err != nil || h.BaseOffset != base {
+		w.pos = from
+		return 0, false
+	}
+	return base, true
 }
 
 // check checks the CRC of the batch at pos, whose header is h, unless the

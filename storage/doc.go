@@ -83,6 +83,31 @@
 // the disk does (see recover.go and Log.Health); after a failed fsync it
 // refuses them until reopened.
 //
+// # Reading
+//
+// Every batch carries its CRC, and what reads it decides how often to
+// check it. Each segment keeps, since the log was opened, the prefix of
+// its .log file known to be good batches: the writer extends it over
+// every batch it writes (each was validated, CRC and every record,
+// before it was written), and a reader over each batch it checked. A
+// Reader (Records, Follow, passbook consume, the HTTP API) checks every
+// batch's CRC as it decodes it, every time: nothing checks after it. A
+// Kafka fetch (ReadBatches) checks only the batches past the prefix —
+// found on disk at open, such as a closed segment a clean Open did not
+// read, once, by the first fetch that passes — and otherwise reads only
+// batch headers (skipping through the sparse index over many small
+// batches), so that the server can hand the file's bytes to sendfile(2)
+// (Chunk.OSFile) without reading them.
+//
+// This is Kafka's choice: a broker does not re-check the CRCs of what it
+// serves, the client does (franz-go and the Java client by default).
+// What it means for bit rot: a batch that goes bad on disk after it was
+// written or first checked by this process is served as it is to Kafka
+// clients, who refuse it (franz-go reports a CRC error, the Java client
+// a CorruptRecordException), while a Reader and passbook verify report it
+// as a *CorruptError naming the file and position; after a restart the
+// first fetch finds it too. passbook verify reads everything.
+//
 // # Transactions
 //
 // Kafka's transactions are stored as Kafka stores them (txn.go):
