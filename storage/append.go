@@ -171,15 +171,15 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 		l.roll = rollClock{seg: s, ms: now.UnixMilli()}
 	}
 	pos := s.size.Load()
-	if _, err := s.log.Write(b); err != nil {
-		return l.failWrite(fmt.Errorf("append to the active segment: %w", err)) // err names the file
+	if err := l.writeActive(s, b, pos); err != nil { // mapwrite.go
+		return l.failActiveWrite(fmt.Errorf("append to the active segment: %w", err)) // err names the file
 	}
 	if err := s.indexBatch(pos, h, l.o.IndexInterval); err != nil {
-		return l.failWrite(err)
+		return l.failActiveWrite(err)
 	}
 	if isTxnBatch(h) {
 		if err := l.txnWrittenLocked(s, h, b); err != nil {
-			return l.failWrite(err)
+			return l.failActiveWrite(err)
 		}
 	}
 	s.markChecked(pos, pos+int64(len(b))) // validated before it was written (checked.go)
@@ -190,9 +190,23 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	return nil
 }
 
+// failActiveWrite records a failed write to the active segment, which a
+// retry recovers from by truncating the segment to its last acknowledged
+// batch: the mapping goes first, since a file must not shrink under the
+// mapping that writes it.
+func (l *Log) failActiveWrite(err error) error {
+	if uerr := l.active().unmap(false); uerr != nil {
+		err = errors.Join(err, uerr)
+	}
+	return l.failWrite(err)
+}
+
 // rollLocked seals the active segment and starts a new one at the head.
 func (l *Log) rollLocked() (*segment, error) {
 	old := l.active()
+	if err := old.unmap(true); err != nil { // mapwrite.go: cut to its data first
+		return nil, err
+	}
 	if err := old.seal(); err != nil {
 		return nil, err
 	}

@@ -72,13 +72,17 @@ func TestOpen_LeaderEpochOverwritten(t *testing.T) {
 // passbook's, so that verify can hold every stored batch to it.
 func TestLog_AppendBatch_StampsLeaderEpoch(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), nil)
-	defer l.Close()
 	for _, epoch := range []int32{-1, 7} {
 		b := encoded(t, brokerNow)
 		b[12], b[13], b[14], b[15] = byte(epoch>>24), byte(epoch>>16), byte(epoch>>8), byte(epoch)
 		if _, err := l.AppendBatch(b, InOS); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Closed, the segment is its batches (open, a mapped one has
+	// allocated zeros past them).
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
 	}
 	n := 0
 	for sb, err := range ScanSegment(nil, filepath.Join(l.Dir(), segmentName(0, ".log")), 0) {

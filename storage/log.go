@@ -251,7 +251,12 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.notify.broadcast()
+	// The file ends with its data, even after a failure (mapwrite.go).
+	uerr := l.active().unmap(true)
 	err := l.Err()
+	if err == nil {
+		err = uerr
+	}
 	if err == nil {
 		a := l.active()
 		err = a.finishTimeIndex()

@@ -43,6 +43,12 @@ type segment struct {
 
 	txn segTxn // transactions (txnindex.go)
 
+	// mw is the active segment's mapping (mapwrite.go), nil when it is
+	// written with write(2) or not yet mapped; noMap says it is written
+	// with write(2). Under Log.mu.
+	mw    *mapWriter
+	noMap bool
+
 	firstMs    int64 // timestamp of the first batch, −1 when empty (for age rolls)
 	sinceIndex int   // bytes written since the last offset index entry
 	sinceTime  int   // bytes written since the last time index entry
@@ -128,6 +134,7 @@ func (s *segment) drop() {
 }
 
 func (s *segment) closeFiles() {
+	s.unmap(false) // a log closed after a failure: nothing to truncate to
 	for _, f := range s.files {
 		if f != nil {
 			f.Close()

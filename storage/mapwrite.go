@@ -1,0 +1,195 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/passbook-log/passbook/vfs"
+)
+
+// The mapped write path (issue 21, item 5). Where the file system can
+// map files (vfs.MapFS: the OS on Linux, vfs.MemFS, and the fault and
+// full-disk wrappers over them), the active segment is written through a
+// shared memory mapping: an append is a copy into the page cache under
+// the log's lock, not a write(2). Elsewhere, or on a file system wrapped
+// by vfs.WithoutMapping, every batch is one write(2), as before.
+//
+// A mapping cannot grow a file, so the writer allocates ahead of the
+// data (fallocate: zeros whose disk space is reserved, so a store never
+// meets a full disk), in steps that grow with the segment, and asks a
+// goroutine to fault the next pages in (vfs.MappedFile.Populate) so that
+// the first touch of a fresh page is not paid under the lock. The file's
+// length is then no longer the end of its data:
+//
+//   - Readers never look past a segment's published size (segment.size),
+//     which moves only after the whole batch is copied, exactly as with
+//     write(2); they read with pread, which sees the mapping's bytes (a
+//     shared mapping's pages are the page cache's).
+//   - A roll and a clean Close unmap the segment and truncate it to its
+//     data before the fsync that seals it, so a closed segment, and the
+//     active one after a clean shutdown, are exactly their batches (and
+//     a clean Open trusts the checkpoint's position as the file's end).
+//   - A killed process leaves the batches it copied (the page cache
+//     keeps a shared mapping's dirty pages) followed by zeros up to the
+//     allocated length; a power loss leaves the fsync'd batches and any
+//     of the later pages, in any order, each as written or as zeros.
+//     Either way the last shutdown was not clean, so Open re-validates
+//     the active segment batch by batch (CRC and offset chain) and ends
+//     it at the first bytes that are not the next batch: zeros are never
+//     a batch (a zero length is short of any header), and stale bytes
+//     (a page the disk kept from before) fail the CRC or the offset
+//     chain, so preallocated bytes are never taken for data. What it
+//     cuts past the checkpoint is a torn tail, as with write(2), and
+//     Recovery.TornBytes counts it, zeros included; Verify reports it
+//     as a torn tail too.
+//   - A failed write (a fault injected into the copy, a failed allocation
+//     on a full disk) unmaps before the retry truncates the segment back
+//     to its last acknowledged batch, and the next append maps it again.
+//
+// fdatasync of the file (the group commit's File.Sync) writes back the
+// mapping's dirty pages with the file's other dirty pages, so the
+// durability of Fsync and Interval appends is unchanged.
+
+// mapWriter is the mapping of an active segment (segment.mw). Under
+// Log.mu.
+type mapWriter struct {
+	m vfs.MappedFile
+	// populated is how far Populate was asked to prepare pages.
+	populated  int64
+	populating sync.WaitGroup // the goroutine running Populate, if any
+	done       chan struct{}  // closed by that goroutine when it ends
+}
+
+const (
+	// allocMin and allocMax bound the step by which the writer extends
+	// a mapped segment: an eighth of its length so far, so a killed
+	// process leaves at most allocMax (or an eighth) of zeros.
+	allocMin = 64 << 10
+	allocMax = 8 << 20
+	// populateAhead is how far past the data the writer keeps pages
+	// prepared.
+	populateAhead = 512 << 10
+)
+
+// writeActive writes the batch b at byte pos of the active segment s:
+// through the mapping where there is one, with write(2) otherwise.
+func (l *Log) writeActive(s *segment, b []byte, pos int64) error {
+	if s.mw == nil && !s.noMap {
+		if err := l.mapActive(s, pos); err != nil {
+			return err
+		}
+	}
+	w := s.mw
+	if w == nil {
+		_, err := s.log.Write(b)
+		return err
+	}
+	end := pos + int64(len(b))
+	if end > w.m.Size() {
+		if err := w.m.Allocate(l.allocTarget(end)); err != nil {
+			if errors.Is(err, errors.ErrUnsupported) && w.m.Size() == pos {
+				// The file system cannot allocate (no fallocate):
+				// this segment goes on with write(2).
+				s.noMap = true
+				if err := s.unmap(false); err != nil {
+					return err
+				}
+				_, err = s.log.Write(b)
+				return err
+			}
+			return fmt.Errorf("allocate %s: %w", s.path, err)
+		}
+	}
+	if _, err := w.m.WriteAt(b, pos); err != nil {
+		return err
+	}
+	w.populate(end)
+	return nil
+}
+
+// allocTarget is the length to allocate a mapped segment to for data
+// ending at end.
+func (l *Log) allocTarget(end int64) int64 {
+	step := min(max(end/8, allocMin), allocMax)
+	target := (end + step + allocMin - 1) / allocMin * allocMin
+	return max(min(target, l.opt().SegmentBytes), end)
+}
+
+// mapActive maps the active segment s, whose data ends at pos. On a file
+// system that cannot map, s is written with write(2).
+func (l *Log) mapActive(s *segment, pos int64) error {
+	mfs, ok := l.fs.(vfs.MapFS)
+	if !ok || !vfs.CanMap(l.fs) {
+		s.noMap = true
+		return nil
+	}
+	m, err := mfs.MapFile(s.path, max(l.opt().SegmentBytes, pos))
+	if errors.Is(err, errors.ErrUnsupported) {
+		s.noMap = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("map %s: %w", s.path, err)
+	}
+	if size := m.Size(); size < pos {
+		m.Close()
+		return fmt.Errorf("map %s: the file has %d bytes, the segment %d", s.path, size, pos)
+	}
+	s.mw = &mapWriter{m: m, populated: pos}
+	return nil
+}
+
+// populate keeps the pages past end prepared: when the prepared run gets
+// short, one goroutine prepares the next (the writer never waits for it;
+// a page it has not reached yet the writer faults in itself).
+func (w *mapWriter) populate(end int64) {
+	if w.populated >= end+populateAhead/2 {
+		return
+	}
+	if w.done != nil {
+		select {
+		case <-w.done:
+			w.done = nil
+		default:
+			return // still running
+		}
+	}
+	from := max(w.populated, end)
+	to := min(end+populateAhead, w.m.Size())
+	if from >= to {
+		return
+	}
+	w.populated = to
+	m, done := w.m, make(chan struct{})
+	w.done = done
+	w.populating.Add(1)
+	go func() {
+		defer w.populating.Done()
+		defer close(done)
+		m.Populate(from, to-from)
+	}()
+}
+
+// unmap drops the segment's mapping, if it has one, once the goroutine
+// preparing its pages is done; with truncate, it then cuts the file to
+// the segment's data (a roll, a clean Close). Under Log.mu, or once no
+// appender can reach the segment.
+func (s *segment) unmap(truncate bool) error {
+	w := s.mw
+	if w == nil {
+		return nil
+	}
+	s.mw = nil
+	w.populating.Wait()
+	err := w.m.Close()
+	if err != nil {
+		err = fmt.Errorf("unmap %s: %w", s.path, err)
+	}
+	if truncate && err == nil {
+		if terr := s.log.Truncate(s.size.Load()); terr != nil {
+			err = fmt.Errorf("truncate %s to its data: %w", s.path, terr)
+		}
+	}
+	return err
+}
