@@ -116,44 +116,68 @@ func (t *kafkaTarget) acksAllRun(ctx context.Context, p params, partitions int) 
 // partitions, produces a record to each and stops on SIGTERM (its clean
 // shutdown); then a second is started on the same directory and timed
 // from exec until it answers a Metadata request listing all n partitions.
+// The directory is filled once per run, beside the trials' directories,
+// and opened again in every trial: each open ends in a clean stop too,
+// checked, so the next trial opens after a clean stop as well.
 func (t *kafkaTarget) openRun(ctx context.Context, n int) (measure, error) {
 	if t.bin == "" || t.tmp == "" {
 		return measure{}, na("only passbook serve's open is timed")
 	}
-	dir := filepath.Join(t.tmp, fmt.Sprintf("open-%d", n))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return measure{}, err
-	}
-	defer os.RemoveAll(dir)
-	data := filepath.Join(dir, "data")
+	dir := filepath.Join(filepath.Dir(t.tmp), fmt.Sprintf("passbook-open-%d", n))
+	data, filled := filepath.Join(dir, "data"), filepath.Join(dir, "filled")
 	const topic = "open"
 
-	// Fill: the topic, a record in every partition, a clean stop.
-	addr, p, err := t.startServe(ctx, dir, data, "fill")
+	if _, err := os.Stat(filled); err != nil {
+		// Fill: the topic, a record in every partition, a clean stop.
+		os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return measure{}, err
+		}
+		addr, p, err := t.startServe(ctx, dir, data, "fill")
+		if err != nil {
+			return measure{}, err
+		}
+		err = fillPartitions(ctx, addr, topic, n)
+		p.stop(5 * time.Minute)
+		if err != nil {
+			return measure{}, fmt.Errorf("fill %s partitions: %w", commas(int64(n)), err)
+		}
+		if p.err != nil {
+			return measure{}, fmt.Errorf("the filling server did not stop cleanly: %v: %s", p.err, p.logTail(3))
+		}
+		if err := os.WriteFile(filled, nil, 0o644); err != nil {
+			return measure{}, err
+		}
+	}
+	m, err := t.openOnce(ctx, dir, data, topic, n)
 	if err != nil {
-		return measure{}, err
+		// Whatever state it left, the next trial starts from a fresh fill.
+		os.Remove(filled)
 	}
-	err = fillPartitions(ctx, addr, topic, n)
-	p.stop(5 * time.Minute)
-	if err != nil {
-		return measure{}, fmt.Errorf("fill %s partitions: %w", commas(int64(n)), err)
-	}
-	if p.err != nil {
-		return measure{}, fmt.Errorf("the filling server did not stop cleanly: %v: %s", p.err, p.logTail(3))
-	}
+	return m, err
+}
 
+// openOnce starts passbook serve on data, times it from exec until it
+// answers a Metadata request listing n partitions of topic, and stops it
+// cleanly (SIGTERM, exit status 0).
+func (t *kafkaTarget) openOnce(ctx context.Context, dir, data, topic string, n int) (measure, error) {
 	// Open: exec → a Metadata answer with every partition.
 	port, err := freePort()
 	if err != nil {
 		return measure{}, err
 	}
-	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	began := time.Now()
-	p, err = startProc("passbook serve", filepath.Join(dir, "open.log"), nil, t.bin, "serve", "--data", data, "--kafka", addr)
+	p, err := startProc("passbook serve", filepath.Join(dir, "open.log"), nil, t.bin, "serve", "--data", data, "--kafka", addr)
 	if err != nil {
 		return measure{}, err
 	}
-	defer p.stop(time.Minute)
+	stopped := false
+	defer func() {
+		if !stopped {
+			p.stop(time.Minute)
+		}
+	}()
 	for {
 		if p.exited() {
 			return measure{}, fmt.Errorf("passbook serve exited while opening (%v): %s", p.err, p.logTail(3))
@@ -179,6 +203,11 @@ func (t *kafkaTarget) openRun(ctx context.Context, n int) (measure, error) {
 	}
 	if got != n {
 		return measure{}, fmt.Errorf("after open, topic %s has %s partitions, want %s", topic, commas(int64(got)), commas(int64(n)))
+	}
+	p.stop(5 * time.Minute)
+	stopped = true
+	if p.err != nil {
+		return measure{}, fmt.Errorf("the opened server did not stop cleanly: %v: %s", p.err, p.logTail(3))
 	}
 	return measure{records: n, elapsed: el}, nil
 }

@@ -278,7 +278,7 @@ func (r *results) openTable(b *strings.Builder, w workload) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", s.name, esc(s.durability(w)), summarize(xs).duration(), commas(int64(c.trials[0].records)))
 	}
-	fmt.Fprintf(b, "\nA first `passbook serve` creates a topic of %s partitions, produces a record to each and stops on SIGTERM (its clean shutdown); a second is started on the same data directory and timed from exec until it answers a Metadata request listing every partition.\n",
+	fmt.Fprintf(b, "\nA first `passbook serve` creates a topic of %s partitions, produces a record to each and stops on SIGTERM (its clean shutdown), once per run; in every trial another is started on that data directory, timed from exec until it answers a Metadata request listing every partition, and stopped by SIGTERM too (its exit status checked), so each open follows a clean stop. The page cache holds what the last server wrote or read.\n",
 		commas(int64(r.h.p.openPartitions(w))))
 }
 
