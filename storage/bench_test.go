@@ -38,8 +38,17 @@ func BenchmarkLog_AppendBatch1000_Fsync(b *testing.B) {
 	reportRate(b, b.N*1000)
 }
 
-func BenchmarkLog_Append1_InOS(b *testing.B) {
-	l := mustOpen(b, b.TempDir(), &Options{Durability: InOS})
+// BenchmarkLog_Append1_InOS appends one record at a time through the
+// mapped active segment (mapwrite.go); _Write is the same on write(2),
+// the baseline.
+func BenchmarkLog_Append1_InOS(b *testing.B) { appendOne(b, &Options{Durability: InOS}) }
+
+func BenchmarkLog_Append1_InOS_Write(b *testing.B) {
+	appendOne(b, &Options{Durability: InOS, FS: vfs.WithoutMapping(vfs.OS())})
+}
+
+func appendOne(b *testing.B, o *Options) {
+	l := mustOpen(b, b.TempDir(), o)
 	defer l.Close()
 	rs := hundredBytes(1)
 	b.SetBytes(100)
@@ -56,6 +65,10 @@ func BenchmarkLog_Append1_InOS(b *testing.B) {
 // appenders of one record each, InOS, on one log.
 func BenchmarkLog_Append1_InOS16Goroutines(b *testing.B) {
 	appendGoroutines(b, &Options{Durability: InOS}, 16)
+}
+
+func BenchmarkLog_Append1_InOS16Goroutines_Write(b *testing.B) {
+	appendGoroutines(b, &Options{Durability: InOS, FS: vfs.WithoutMapping(vfs.OS())}, 16)
 }
 
 func BenchmarkLog_Append1_Fsync16Goroutines(b *testing.B) {
