@@ -122,7 +122,7 @@ func (r *results) targets21(b *strings.Builder) {
 	}
 	if r.ran(wReplay) && r.lookup(pbKafka, wReplay) != nil {
 		pb, kf, base := r.medianCPUPerMB(pbKafka), r.medianCPUPerMB(kfakeMemoryName), r.medianCPUPerMB(pbBaseline)
-		cpu := func(x float64) string { return orDash(fmt.Sprintf("%.1f ms/MB", x*1e3), x) }
+		cpu := func(x float64) string { return orDash(fmt.Sprintf("%.2f ms/MB", x*1e3), x) }
 		row := claim21{what: "server CPU per MB fetched by a replay: −40% against the old path (≤ 0.6× the baseline binary)", measured: cpu(pb), target: "≤ 0.60×"}
 		switch {
 		case base == 0:
@@ -289,15 +289,15 @@ func (r *results) fetchCPUTable(b *strings.Builder) {
 	for _, s := range r.systems {
 		xs := r.cpuPerMB(s.name)
 		if len(xs) == 0 {
-			// A replay too short for the 10 ms tick of /proc/PID/stat
-			// (the quick run's): say so rather than print nothing.
+			// A replay too short for the 10 ms tick of /proc/PID/stat,
+			// where there is no schedstat: say so rather than print nothing.
 			if c := r.lookup(s.name, wReplay); c != nil && len(c.trials) > 0 && c.trials[0].bytes > 0 {
 				rows = append(rows, fmt.Sprintf("| %s | under one 10 ms tick over %.1f MB | — |", s.name, float64(c.trials[0].bytes)/1e6))
 			}
 			continue
 		}
 		st := summarize(xs)
-		f := func(x float64) string { return fmt.Sprintf("%.1f", x*1e3) }
+		f := func(x float64) string { return fmt.Sprintf("%.2f", x*1e3) }
 		fig := f(st.median) + " ms"
 		if st.min != st.max {
 			fig = fmt.Sprintf("%s ms (%s–%s)", f(st.median), f(st.min), f(st.max))
@@ -307,7 +307,7 @@ func (r *results) fetchCPUTable(b *strings.Builder) {
 	if len(rows) == 0 {
 		return
 	}
-	b.WriteString("\nThe server's CPU per MB fetched by this replay: user + system time of the server process (from /proc/PID/stat, in 10 ms ticks) read just before and just after the replay, over the MB (10⁶ B) of record values fetched. kfake runs in a child process of the harness (its `_kfake` command), measured the same way.\n\n")
+	b.WriteString("\nThe server's CPU per MB fetched by this replay: the server process's CPU time (the time on CPU of its threads, summed from /proc/PID/task/*/schedstat in nanoseconds; /proc/PID/stat's 10 ms ticks are too coarse for a replay that costs a few tens of milliseconds) read just before and just after the replay, over the MB (10⁶ B) of record values fetched. kfake runs in a child process of the harness (its `_kfake` command), measured the same way.\n\n")
 	b.WriteString("| server | CPU per MB fetched | ÷ kfake's |\n|---|---:|---:|\n")
 	for _, row := range rows {
 		b.WriteString(row + "\n")

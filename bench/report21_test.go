@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -96,12 +97,35 @@ func TestFetchCPU(t *testing.T) {
 	}
 	var b strings.Builder
 	r.fetchCPUTable(&b)
-	for _, want := range []string{"| passbook (Kafka protocol) | 3.0 ms | 0.50× |", "| franz-go kfake (in memory) | 6.0 ms | 1.00× |"} {
+	for _, want := range []string{"| passbook (Kafka protocol) | 3.00 ms | 0.50× |", "| franz-go kfake (in memory) | 6.00 ms | 1.00× |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
 	if strings.Contains(b.String(), pbEmbedded) {
 		t.Errorf("the embedded side has no server, yet it has a row:\n%s", b.String())
+	}
+}
+
+// TestThreadsCPU: the CPU time of this process's threads, summed, grows
+// with work done, and a process that does not exist is an error.
+func TestThreadsCPU(t *testing.T) {
+	before, err := threadsCPU(os.Getpid())
+	if err != nil {
+		t.Skipf("no schedstat here: %v", err)
+	}
+	x := 0
+	for i := range 50_000_000 {
+		x ^= i * 7
+	}
+	after, err := threadsCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Errorf("CPU time %v then %v (x %d): did not grow", before, after, x)
+	}
+	if _, err := threadsCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }
