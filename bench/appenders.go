@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -13,12 +14,16 @@ import (
 	"github.com/tidwall/wal"
 
 	"github.com/passbook-log/passbook/storage"
+	"github.com/passbook-log/passbook/vfs"
 )
 
 // storage.Log against tidwall/wal with single-record InOS appends (no
 // fsync), from one goroutine and from 16 at once (issue 21, items 4 and
-// 5). One appender is bench/wal.go's workload (b), passbookSingles and
-// walSingles; 16 appenders share one log, each appending its share.
+// 5). One appender is bench/wal.go's workloads (b) and (b′),
+// passbookSingles, passbookSinglesOn and walSingles; 16 appenders share
+// one log, each appending its share. storage.Log runs twice: through the
+// mapped active segment (the default where the file system can map) and
+// on write(2), the old path, as the baseline.
 
 // appendersKey names them in --workloads.
 const appendersKey = "appenders"
@@ -59,7 +64,13 @@ func (h *harness) runAppenders(ctx context.Context, r *results, trial int, tmp s
 			if k == 1 {
 				return passbookSingles(dir, n)
 			}
-			return passbookAppenders(dir, n, k)
+			return passbookAppenders(dir, n, k, false)
+		}},
+		{"passbook-write2", func(dir string, k int) (float64, error) {
+			if k == 1 {
+				return passbookSinglesOn(dir, n, true)
+			}
+			return passbookAppenders(dir, n, k, true)
 		}},
 		{"wal", func(dir string, k int) (float64, error) {
 			if k == 1 {
@@ -69,7 +80,7 @@ func (h *harness) runAppenders(ctx context.Context, r *results, trial int, tmp s
 		}},
 	}
 	if trial%2 == 1 {
-		runs[0], runs[1] = runs[1], runs[0]
+		slices.Reverse(runs)
 	}
 	for _, k := range appenderCounts {
 		for _, ru := range runs {
@@ -91,9 +102,15 @@ func (h *harness) runAppenders(ctx context.Context, r *results, trial int, tmp s
 }
 
 // passbookAppenders appends n single-record batches to one storage.Log
-// with InOS durability from k goroutines at once.
-func passbookAppenders(dir string, n, k int) (float64, error) {
-	l, err := storage.Open(dir, &storage.Options{Durability: storage.InOS})
+// with InOS durability from k goroutines at once: through the mapped
+// active segment where the file system can map, or with write2 on
+// write(2) (vfs.WithoutMapping, the baseline), as passbookSinglesOn.
+func passbookAppenders(dir string, n, k int, write2 bool) (float64, error) {
+	o := &storage.Options{Durability: storage.InOS}
+	if write2 {
+		o.FS = vfs.WithoutMapping(vfs.OS())
+	}
+	l, err := storage.Open(dir, o)
 	if err != nil {
 		return 0, err
 	}
