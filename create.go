@@ -62,7 +62,7 @@ func (db *DB) openPartition(name string, c TopicConfig, d storage.Durability, p 
 	o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", name, "partition", p)
 	// The data directory's LOCK covers the partitions: none
 	// holds a lock file (and a descriptor) of its own.
-	o.Files, o.CallerLocked = db.files, true
+	o.Files, o.Syncer, o.CallerLocked = db.files, db.syncer, true
 	return storage.Open(layout.PartitionDir(db.dir, name, p), &o)
 }
 

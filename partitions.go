@@ -114,7 +114,7 @@ func (db *DB) grow(t *Topic, total int) (*Topic, error) {
 		}
 		o := cfg.storageOptions()
 		o.FS, o.Durability, o.Now, o.Logger = db.fs, d, db.o.Now, db.o.Logger.With("topic", t.name, "partition", p)
-		o.Files, o.CallerLocked = db.files, true
+		o.Files, o.Syncer, o.CallerLocked = db.files, db.syncer, true
 		added[i], errs[i] = storage.Open(dir, &o)
 	})
 	undo := func() {

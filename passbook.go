@@ -77,6 +77,7 @@ type DB struct {
 	lock    io.Closer
 	offsets *offsets.SQLite
 	files   *storage.FileCache // every partition's segment files
+	syncer  *storage.Syncer    // every partition's group commit: one commit window fsyncs them all
 
 	mu     sync.RWMutex
 	topics map[string]*Topic
@@ -126,7 +127,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		o.MaxOpenSegmentFiles = 0
 	}
 	db := &DB{dir: dir, o: o, fs: o.FS, topics: map[string]*Topic{}, creating: map[string]bool{},
-		files: storage.NewFileCache(o.MaxOpenSegmentFiles)}
+		files: storage.NewFileCache(o.MaxOpenSegmentFiles), syncer: storage.NewSyncer(0)}
 	if o.NoCreate {
 		return db.openExisting()
 	}
