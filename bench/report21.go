@@ -210,9 +210,8 @@ func (r *results) limitsTable(b *strings.Builder) {
 		w       workload
 		what    string
 		limit   string
-		ceiling float64 // records/s
-		extra   []string
-		extraX  []float64
+		ceiling float64   // records/s
+		extraX  []float64 // for w < 0: the embedded figure
 	}
 	batch := float64(p.batch)
 	rows := []row{
@@ -224,8 +223,18 @@ func (r *results) limitsTable(b *strings.Builder) {
 			limit:   fmt.Sprintf("every partition's fdatasync per window of %s, at the per-file cost of 64 in parallel", commas(int64(p.manyWindow()))),
 			ceiling: float64(p.manyWindow()) / (float64(p.partitions) * l.fsyncPar[64].median)},
 	}
-	if a := r.appenders.median("passbook", 1); a > 0 {
-		rows = append(rows, row{w: -1, what: "storage.Log, one appender (InOS)", limit: "one write(2) of 170 B per record", ceiling: 1 / l.write1.median, extra: []string{"storage.Log"}, extraX: []float64{a}})
+	for _, a := range []struct {
+		sys, what, limit string
+		k                int
+		ceiling          float64
+	}{
+		{"passbook", "storage.Log, one appender (InOS, mapped)", "first touch of a fresh mapped page, per 170 B record", 1, 1 / l.touchRecord.median},
+		{"passbook", "storage.Log, 16 appenders (InOS, mapped)", "first touch of a fresh mapped page, per 170 B record", 16, 1 / l.touchRecord.median},
+		{"passbook-write2", "storage.Log on write(2), one appender (InOS)", "one write(2) of 170 B per record", 1, 1 / l.write1.median},
+	} {
+		if x := r.appenders.median(a.sys, a.k); x > 0 {
+			rows = append(rows, row{w: -1, what: a.what, limit: a.limit, ceiling: a.ceiling, extraX: []float64{x}})
+		}
 	}
 	var out []string
 	for _, ro := range rows {

@@ -129,3 +129,32 @@ func TestThreadsCPU(t *testing.T) {
 		t.Error("no error for a process that does not exist")
 	}
 }
+
+// TestLimitsTable: each workload's figure over the ceiling the machine's
+// limit sets for it.
+func TestLimitsTable(t *testing.T) {
+	p := params{n: 1000, size: 100, batch: 1000, partitions: 1000}
+	r := fakeResults(p, map[string]map[workload]float64{
+		pbEmbedded: {wSingle: 500_000, wDurable: 2_500_000},
+		pbKafka:    {wDurable: 500_000, wAcksMany: 50_000},
+	})
+	r.limits = &limits{write1: stats{median: 1e-6}, write16: stats{median: 200e-9}, fsync: stats{median: 200e-6},
+		fsyncPar: map[int]stats{64: {median: 100e-6}}, touchRecord: stats{median: 100e-9}, seqBytesPerS: stats{median: 400e6}}
+	r.appenders.add("passbook", 1, 2_000_000)
+	r.appenders.add("passbook-write2", 1, 250_000)
+	var b strings.Builder
+	r.limitsTable(&b)
+	t.Log(b.String())
+	for _, want := range []string{
+		"| 1. one record at a time (InOS) | one write(2) of 170 B per record | 1,000,000/s | 500,000/s | 0.50 | — | — |",
+		"| 3. batches of 1,000, fsync | one fdatasync per 1,000 records | 5,000,000/s | 2,500,000/s | 0.50 | 500,000/s | 0.10 |",
+		// 10,000 records a window over 1,000 partitions × 100 µs: 100,000/s.
+		"| acks=all over 1,000 partitions | every partition's fdatasync per window of 10,000, at the per-file cost of 64 in parallel | 100,000/s | — | — | 50,000/s | 0.50 |",
+		"| storage.Log, one appender (InOS, mapped) | first touch of a fresh mapped page, per 170 B record | 10,000,000/s | 2,000,000/s | 0.20 | — | — |",
+		"| storage.Log on write(2), one appender (InOS) | one write(2) of 170 B per record | 1,000,000/s | 250,000/s | 0.25 | — | — |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
