@@ -145,27 +145,28 @@ func segmentFile(name string) (base int64, ext string, ok bool) {
 // recoverCleaner runs on Open before the segments are listed: it completes
 // the swap CLEANER names, if it did not finish, and removes the cleaned
 // files of a cleaning that never committed. See the package doc for the
-// states this goes through.
-func (l *Log) recoverCleaner(names []string) error {
+// states this goes through. It returns the directory's names as it leaves
+// them.
+func (l *Log) recoverCleaner(names []string) ([]string, error) {
 	st, err := readCleaner(l.fs, l.dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	swapped := st.swapEnd > st.swapBase
 	if swapped {
 		if err := completeSwap(l.fs, l.dir, names, st.swapBase, st.swapEnd); err != nil {
-			return fmt.Errorf("complete the swap of segment %d: %w", st.swapBase, err)
+			return nil, fmt.Errorf("complete the swap of segment %d: %w", st.swapBase, err)
 		}
 		l.o.Logger.Debug("completed the last compaction swap", "dir", l.dir, "base", st.swapBase, "end", st.swapEnd)
 		if names, err = l.fs.ReadDir(l.dir); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	removed := false
 	for _, n := range names {
 		if strings.HasSuffix(n, cleanedSuffix) {
 			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil {
-				return fmt.Errorf("remove an unfinished cleaned segment: %w", err)
+				return nil, fmt.Errorf("remove an unfinished cleaned segment: %w", err)
 			}
 			removed = true
 			l.o.Logger.Info("removed a cleaned segment an interrupted compaction left", "dir", l.dir, "file", n)
@@ -173,15 +174,16 @@ func (l *Log) recoverCleaner(names []string) error {
 	}
 	if removed {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("sync directory: %w", err)
+			return nil, fmt.Errorf("sync directory: %w", err)
 		}
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.HasSuffix(n, cleanedSuffix) })
 	}
 	l.clean.state = st
 	if swapped {
 		st.swapBase, st.swapEnd = 0, 0
-		return l.writeCleanerLocked(st)
+		return names, l.writeCleanerLocked(st)
 	}
-	return nil
+	return names, nil
 }
 
 // completeSwap puts the cleaned segment at base in place of the segments

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 
@@ -260,21 +262,39 @@ func (x *index) load(logSize int64, inMemory bool) error {
 		}
 	}
 	if inMemory {
+		// One read per file, not one per entry.
+		b := make([]byte, max(offSize, timeSize))
+		if err := readFullAt(x.offFile, b[:offSize]); err != nil {
+			return fmt.Errorf("read index: %w", err)
+		}
 		offs := make([]offsetEntry, x.offCount)
 		for i := range offs {
-			if offs[i], err = x.offsetAt(i); err != nil {
-				return err
-			}
+			e := b[i*offsetEntrySize:]
+			offs[i] = offsetEntry{rel: binary.BigEndian.Uint32(e), pos: binary.BigEndian.Uint32(e[4:])}
+		}
+		if err := readFullAt(x.timeFile, b[:timeSize]); err != nil {
+			return fmt.Errorf("read time index: %w", err)
 		}
 		times := make([]timeEntry, x.timeCount)
 		for i := range times {
-			if times[i], err = x.timeAt(i); err != nil {
-				return err
-			}
+			e := b[i*timeEntrySize:]
+			times[i] = timeEntry{ms: int64(binary.BigEndian.Uint64(e)), rel: binary.BigEndian.Uint32(e[8:])}
 		}
 		x.offs, x.times, x.inMemory = offs, times, true
 	}
 	return nil
+}
+
+// readFullAt fills b from the start of f.
+func readFullAt(f vfs.File, b []byte) error {
+	n, err := f.ReadAt(b, 0)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // dropMemory makes a sealed index read from its files from now on.

@@ -110,7 +110,8 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.live.Store(&live)
 	l.sync.cond = sync.NewCond(&l.sync.mu)
 	l.txn.init()
-	if err := l.prepareDir(); err != nil {
+	names, err := l.prepareDir()
+	if err != nil {
 		return nil, err
 	}
 	if !o.CallerLocked {
@@ -120,7 +121,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 		}
 		l.lock = lock
 	}
-	if err := l.load(); err != nil {
+	if err := l.load(names); err != nil {
 		l.closeFiles()
 		if l.lock != nil {
 			l.lock.Close()
@@ -141,42 +142,46 @@ func Open(dir string, opts *Options) (*Log, error) {
 }
 
 // prepareDir creates a new partition directory or checks an existing one.
-func (l *Log) prepareDir() error {
+// For an existing one it returns the names in it, for load; nil for a new
+// one.
+func (l *Log) prepareDir() ([]string, error) {
 	names, err := l.fs.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
-			return fmt.Errorf("storage: create %s: %w", l.dir, err)
+			return nil, fmt.Errorf("storage: create %s: %w", l.dir, err)
 		}
 		names = nil
 	} else if err != nil {
-		return fmt.Errorf("storage: open %s: %w", l.dir, err)
+		return nil, fmt.Errorf("storage: open %s: %w", l.dir, err)
 	}
 	if slices.Contains(names, formatFile) {
 		b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, formatFile))
 		if err != nil {
-			return fmt.Errorf("storage: open %s: %w", l.dir, err)
+			return nil, fmt.Errorf("storage: open %s: %w", l.dir, err)
 		}
 		l.format2 = string(b) == formatLine2
 		if string(b) != formatLine && !l.format2 {
 			if strings.HasPrefix(string(b), "passbook-partition ") {
-				return fmt.Errorf("%w in %s: %q", ErrFormatVersion, l.dir, strings.TrimSpace(string(b)))
+				return nil, fmt.Errorf("%w in %s: %q", ErrFormatVersion, l.dir, strings.TrimSpace(string(b)))
 			}
-			return fmt.Errorf("%w: %s has a FORMAT file that is not passbook's", ErrNotPartition, l.dir)
+			return nil, fmt.Errorf("%w: %s has a FORMAT file that is not passbook's", ErrNotPartition, l.dir)
 		}
-		return nil
+		return names, nil
 	}
 	for _, n := range names {
 		// FORMAT.tmp is left by a creation that was interrupted.
 		if n != lockFile && n != formatFile+".tmp" {
-			return fmt.Errorf("%w: %s is not empty and has no FORMAT file", ErrNotPartition, l.dir)
+			return nil, fmt.Errorf("%w: %s is not empty and has no FORMAT file", ErrNotPartition, l.dir)
 		}
 	}
 	// A new partition (or one whose creation was interrupted, maybe
-	// before its directory entry was synced).
+	// before its directory entry was synced): its parent's entry for it
+	// is made durable here. An existing partition's was, when it was
+	// created: it needs no SyncDir of its parent.
 	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
-		return fmt.Errorf("storage: create %s: %w", l.dir, err)
+		return nil, fmt.Errorf("storage: create %s: %w", l.dir, err)
 	}
-	return vfs.WriteFileAtomic(l.fs, l.dir, formatFile, []byte(formatLine))
+	return nil, vfs.WriteFileAtomic(l.fs, l.dir, formatFile, []byte(formatLine))
 }
 
 func (l *Log) segments() []*segment { return *l.segs.Load() }

@@ -23,16 +23,16 @@ import (
 // the segment with segScanner (scan.go), so they and Verify agree on what
 // is damage, and tornTail is the one rule of what damage Open mends.
 
-// load opens the segments and recovers the active one.
-func (l *Log) load() error {
-	names, err := l.fs.ReadDir(l.dir)
-	if err != nil {
-		return err
+// load opens the segments and recovers the active one. names are the
+// directory's entries as prepareDir listed them, nil to list them here.
+func (l *Log) load(names []string) error {
+	var err error
+	if names == nil {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return err
+		}
 	}
-	if err := l.recoverCleaner(names); err != nil {
-		return err
-	}
-	if names, err = l.fs.ReadDir(l.dir); err != nil {
+	if names, err = l.recoverCleaner(names); err != nil { // cleanerfile.go
 		return err
 	}
 	var bases []int64
@@ -64,6 +64,7 @@ func (l *Log) load() error {
 	created := false
 	exists := func(name string) bool { _, ok := slices.BinarySearch(names, name); return ok }
 	trusted := false // the active segment is as a clean Close left it
+	var scratch loadScratch
 	for i, base := range bases {
 		if !exists(segmentName(base, ".log")) || !exists(segmentName(base, ".index")) || !exists(segmentName(base, ".timeindex")) {
 			created = true
@@ -76,9 +77,9 @@ func (l *Log) load() error {
 		s.cleaned = i < len(bases)-1 && base < l.clean.state.rewritten
 		segs = append(segs, s)
 		if i < len(bases)-1 {
-			err = l.loadClosed(s, false)
+			err = l.loadClosed(&scratch, s)
 		} else {
-			trusted, err = l.loadActive(s, cp)
+			trusted, err = l.loadActive(&scratch, s, cp)
 		}
 		if err == nil && i > 0 && segs[i-1].next.Load() != base {
 			err = &CorruptError{File: s.path, Pos: 0, Err: fmt.Errorf("segment starts at offset %d but the previous one ends at %d", base, segs[i-1].next.Load())}
@@ -97,7 +98,7 @@ func (l *Log) load() error {
 	l.start.Store(start)
 	l.clean.cleaned.Store(max(l.clean.state.cleaned, segs[0].base))
 	l.recovery.Clean = cp.clean && cp.base == segs[len(segs)-1].base
-	if err := l.loadTxns(segs); err != nil { // txnrecover.go
+	if err := l.loadTxns(segs, names); err != nil { // txnrecover.go
 		return err
 	}
 	// From here on the last shutdown was not clean until Close says so.
@@ -139,21 +140,35 @@ func (l *Log) load() error {
 // from its index, rebuilding the index if it is damaged. Batches are not
 // CRC-checked here: readers check every batch they read, and verify checks
 // them all.
-func (l *Log) loadClosed(s *segment, active bool) error {
+func (l *Log) loadClosed(scratch *loadScratch, s *segment) error {
 	size, err := fileSize(s.log)
 	if err != nil {
 		return err
 	}
 	s.size.Store(size)
-	if err := l.loadFromIndex(s, size, active); err != nil {
+	if err := l.loadIndexWith(scratch, s, size, false); err != nil {
 		l.o.Logger.Warn("rebuilding index", "segment", s.path, "reason", err)
 		l.recovery.RebuiltIndex++
-		return l.rebuild(s, size, false, checkpoint{})
+		return l.rebuild(&scratch.sc, s, size, false, checkpoint{})
 	}
 	return nil
 }
 
+// loadScratch holds the buffers that load reuses from one segment to the
+// next: a partition of thousands of segments would otherwise allocate a
+// read buffer (up to a segment's size) for each.
+type loadScratch struct {
+	sc  segScanner
+	hdr [batch.HeaderSize]byte
+}
+
+// loadFromIndex loads segment s (size bytes) from its index files.
 func (l *Log) loadFromIndex(s *segment, size int64, active bool) error {
+	var scratch loadScratch
+	return l.loadIndexWith(&scratch, s, size, active)
+}
+
+func (l *Log) loadIndexWith(scratch *loadScratch, s *segment, size int64, active bool) error {
 	if err := s.idx.load(size, active); err != nil {
 		return err
 	}
@@ -170,17 +185,22 @@ func (l *Log) loadFromIndex(s *segment, size int64, active bool) error {
 	} else if size > 0 {
 		return errors.New("index is empty")
 	}
-	var sc segScanner
+	sc := &scratch.sc
 	sc.reset(s.log, size, s.base)
 	sc.seek(from, s.base+int64(rel))
 	sc.gaps, sc.trusted = s.cleaned, true
 	s.sinceIndex = 0
+	var first batch.Header // the first batch's, when the scan starts there
+	haveFirst := false
 	for sb, err := range sc.walk(stopAtDamage) {
 		if err != nil {
 			return err
 		}
 		if sb.Damaged() {
 			return fmt.Errorf("after the last index entry, at byte %d: %w", sb.Pos, sb.Err)
+		}
+		if sb.Pos == 0 {
+			first, haveFirst = sb.Header, true
 		}
 		s.sinceIndex += int(sb.Size)
 	}
@@ -194,11 +214,20 @@ func (l *Log) loadFromIndex(s *segment, size int64, active bool) error {
 		s.timeMs = e.ms
 	}
 	if size > 0 {
-		var fr batchReader
-		fr.reset(s.log, 0, size)
-		_, _, h, err := fr.next()
-		if err != nil {
-			return err
+		// Only the first batch's header is needed (its timestamps): read
+		// that, not a chunk of the segment.
+		h := first
+		if !haveFirst {
+			if size < batch.HeaderSize {
+				return fmt.Errorf("%w: %d bytes, a batch header needs %d", batch.ErrShort, size, batch.HeaderSize)
+			}
+			if err := readFullAt(s.log, scratch.hdr[:]); err != nil {
+				return fmt.Errorf("read the first batch header: %w", err)
+			}
+			var err error
+			if h, err = batch.ParseHeader(scratch.hdr[:]); err != nil {
+				return err
+			}
 		}
 		s.firstMs = h.BaseTimestamp
 		if err := s.checkTimeIndex(h, next); err != nil {
@@ -213,19 +242,19 @@ func (l *Log) loadFromIndex(s *segment, size int64, active bool) error {
 // loadActive opens the active segment: a cleanly closed one whose size
 // matches the checkpoint is trusted (loaded from its index files);
 // any other is re-validated batch by batch.
-func (l *Log) loadActive(s *segment, cp checkpoint) (trusted bool, err error) {
+func (l *Log) loadActive(scratch *loadScratch, s *segment, cp checkpoint) (trusted bool, err error) {
 	size, err := fileSize(s.log)
 	if err != nil {
 		return false, err
 	}
 	if cp.clean && cp.base == s.base && cp.pos == size {
 		s.size.Store(size)
-		if err := l.loadFromIndex(s, size, true); err == nil {
+		if err := l.loadIndexWith(scratch, s, size, true); err == nil {
 			return true, nil
 		}
 		l.recovery.RebuiltIndex++
 	}
-	return false, l.rebuild(s, size, true, cp)
+	return false, l.rebuild(&scratch.sc, s, size, true, cp)
 }
 
 // segState is what of the active segment an append changes: Close
@@ -242,7 +271,7 @@ func activeState(s *segment) segState {
 
 // rebuild re-reads a segment from its start, checks every batch, rewrites
 // its index files and, for the active segment, truncates a torn tail.
-func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error {
+func (l *Log) rebuild(sc *segScanner, s *segment, size int64, active bool, cp checkpoint) error {
 	if err := s.idx.reset(); err != nil {
 		return err
 	}
@@ -250,7 +279,6 @@ func (l *Log) rebuild(s *segment, size int64, active bool, cp checkpoint) error 
 	s.sinceIndex, s.sinceTime, s.timeMs, s.firstMs = l.o.IndexInterval, l.o.IndexInterval, -1, -1
 	s.maxMs.Store(-1)
 	synced := recoveryPoint(cp, s.base)
-	var sc segScanner
 	sc.reset(s.log, size, s.base)
 	sc.gaps = s.cleaned
 	next, end := s.base, int64(0)

@@ -26,12 +26,9 @@ func (s *segment) txnNoteRebuilt(transactional bool) {
 
 // loadTxns rebuilds the open transactions and every segment's aborted
 // list once the segments are loaded, rewriting damaged or stale
-// .txnindex files from the segments.
-func (l *Log) loadTxns(segs []*segment) error {
-	names, err := l.fs.ReadDir(l.dir)
-	if err != nil {
-		return err
-	}
+// .txnindex files from the segments. names are the partition directory's
+// entries, as load listed them.
+func (l *Log) loadTxns(segs []*segment, names []string) error {
 	present := map[int64]bool{}
 	for _, n := range names {
 		base, ok := strings.CutSuffix(n, ".txnindex")
