@@ -48,18 +48,29 @@ func (r *results) panels() []panel {
 	var ps []panel
 	for _, w := range r.h.workloads {
 		p := panel{title: shortTitle(w, r.h.p)}
-		if w == wLatency {
+		open := w == wOpenSmall || w == wOpenLarge
+		switch {
+		case w == wLatency:
 			p.unit = "p99 latency, ms (shorter is better)"
-		} else {
+		case open:
+			p.unit = "open time, ms (shorter is better)"
+		default:
 			p.unit = "records/s (longer is better)"
 		}
 		for _, s := range r.withFigures(w) {
 			c := r.lookup(s.name, w)
 			var st stats
-			if w == wLatency {
+			switch {
+			case w == wLatency:
 				st = summarize(c.pct(0.99))
 				st = stats{st.median * 1e3, st.min * 1e3, st.max * 1e3}
-			} else {
+			case open:
+				var xs []float64
+				for _, m := range c.trials {
+					xs = append(xs, m.elapsed.Seconds()*1e3)
+				}
+				st = summarize(xs)
+			default:
 				st = summarize(c.rates())
 			}
 			col := color.Color(colPeer)
@@ -92,6 +103,16 @@ func shortTitle(w workload, p params) string {
 		return fmt.Sprintf("%d. produce → consumer, %s/s", w+1, commas(int64(p.rate)))
 	case wKiB:
 		return fmt.Sprintf("%d. append 1 KiB, batches of %s", w+1, commas(int64(p.batch)))
+	case wKiBDurable:
+		return fmt.Sprintf("%d. append 1 KiB, batches, fsync before ack", w+1)
+	case wDefaults:
+		return fmt.Sprintf("%d. Kafka produce, franz-go's defaults", w+1)
+	case wAcks1:
+		return fmt.Sprintf("%d. acks=all, 1 partition", w+1)
+	case wAcksMany:
+		return fmt.Sprintf("%d. acks=all, %s partitions", w+1, commas(int64(p.partitions)))
+	case wOpenSmall, wOpenLarge:
+		return fmt.Sprintf("%d. open %s partitions", w+1, commas(int64(p.openPartitions(w))))
 	}
 	return ""
 }
@@ -187,7 +208,7 @@ func (r *results) chart(file string) error {
 					fill(img, xOf(b.max), wy-4, xOf(b.max)+1, wy+5, colWhisker)
 				}
 				v := commas(int64(math.Round(b.med)))
-				if p.unit[0] == 'p' {
+				if strings.Contains(p.unit, ", ms") { // latency and open time: milliseconds
 					v = strings.TrimSuffix(ms(b.med/1e3), " ms") + " ms"
 				}
 				text(img, small, max(xOf(b.max), xOf(b.med))+6, by+barH-5, colText, v)
