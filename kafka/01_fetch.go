@@ -27,15 +27,24 @@ package kafka
 // min_bytes is ready the fetch waits, up to max_wait_ms, for any of its
 // partitions to grow (a long poll), and Shutdown cuts the wait short.
 //
-// The record bytes are read from the segment file into a buffer of the
-// connection (ReadAt). A response with 64 KiB of records or more
-// (spliceMin, fetchwrite.go) is written from there in one vectored write
-// with the rest of the response, not copied; a smaller one is copied into
-// the encoded response, which is cheaper at that size. Not yet sendfile.
-// The bytes read count against the server's
-// queued.max.response.bytes (Options.QueuedMaxResponseBytes) until the
-// response is written: when it is spent, a fetch that has data returns
-// what it has, and one with none yet waits for room.
+// The record bytes are not read by the server: storage finds whole
+// batches by their headers (ReadBatches checks the CRC only of batches
+// not known good since the partition was opened — see the storage
+// package doc's Reading section; clients check every batch's CRC), and
+// a partition's records of 16 KiB or more (sendfileMin, fetchwrite.go)
+// go from the segment file to the socket with sendfile(2), the segment
+// pinned against retention and the cleaner until they are written. TLS
+// connections (the kernel would send them unencrypted), file systems
+// without descriptors (vfs.Mem, vfs.Faulty) and smaller partitions read
+// the records into a buffer of the connection instead: a response with
+// 64 KiB of records or more (spliceMin) is written from there in one
+// vectored write with the rest of the response, a smaller one copied
+// into the encoded response, which is cheaper at that size.
+// Stats.FetchSendfileBytes counts what went with sendfile. The record
+// bytes of a response, in memory or pinned in files, count against the
+// server's queued.max.response.bytes (Options.QueuedMaxResponseBytes)
+// until the response is written: when it is spent, a fetch that has data
+// returns what it has, and one with none yet waits for room.
 //
 // ACLs: Read on each topic (TOPIC_AUTHORIZATION_FAILED for each of its
 // partitions).
@@ -47,6 +56,7 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/acl"
+	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -134,14 +144,22 @@ func (c *conn) fetch(ctx context.Context, req *kmsg.FetchRequest, parts []fetchP
 	}
 }
 
-// readParts reads each partition's batches into the connection's fetch
-// buffer and points the response at them. It returns the bytes read and
-// whether any partition has an error.
+// readParts finds each partition's batches and points the response at
+// them: a partition's records of sendfileMin bytes or more stay in their
+// segment file, pinned, to be sent with sendfile (c.fetchFiles) when the
+// connection and the file system allow it; the rest are read into the
+// connection's fetch buffer, with one allocation for the lot. It returns
+// the bytes found and whether any partition has an error.
 func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (total int, failed bool) {
 	c.releaseResponse() // of an earlier pass of the same long poll
-	buf := c.fetchBuf[:0]
-	type piece struct{ pos, n int }
-	pieces := make([]piece, len(parts))
+	c.releaseFiles()
+	path := c.s.fetchIO.getPath()
+	type toRead struct {
+		i     int
+		chunk storage.Chunk
+	}
+	var reads []toRead
+	inMemory := 0
 	for i := range parts {
 		fp := &parts[i]
 		p := fp.out
@@ -190,29 +208,45 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 			maxBytes = total
 			continue
 		}
-		if fits {
-			n := len(buf)
-			buf = slices.Grow(buf, int(chunk.Size))[:n+int(chunk.Size)] // no zeroing when it fits
-			if _, err := chunk.File.ReadAt(buf[n:], chunk.Pos); err != nil {
-				c.s.log.Error("kafka: fetch read failed", "file", chunk.File.Name(), "pos", chunk.Pos, "err", err)
-				p.ErrorCode = kerr.KafkaStorageError.Code
-				failed = true
-				buf = buf[:n]
-			} else {
-				pieces[i] = piece{pos: n, n: int(chunk.Size)}
-				total += int(chunk.Size)
-				if fp.committed {
-					p.AbortedTransactions = abortedOf(fp.l, fp.from, chunk.Next)
-				}
-			}
+		if !fits {
+			chunk.Release()
+			c.setWatermarks(fp)
+			continue
 		}
-		chunk.Release()
+		total += int(chunk.Size)
+		if fp.committed {
+			p.AbortedTransactions = abortedOf(fp.l, fp.from, chunk.Next)
+		}
+		if f := chunk.OSFile(); f != nil && c.raw != nil && path == fetchAuto && chunk.Size >= sendfileMin {
+			c.fetchFiles = append(c.fetchFiles, fileRecords{out: p, file: f, pos: chunk.Pos, n: chunk.Size, chunk: chunk})
+		} else {
+			reads = append(reads, toRead{i: i, chunk: chunk})
+			inMemory += int(chunk.Size)
+		}
 		c.setWatermarks(fp)
 	}
-	for i, pc := range pieces {
-		if pc.n > 0 {
-			parts[i].out.RecordBatches = buf[pc.pos : pc.pos+pc.n : pc.pos+pc.n]
+	buf := c.fetchBuf[:0]
+	if path != fetchCopy {
+		buf = slices.Grow(buf, inMemory) // once, and no zeroing
+	}
+	for _, r := range reads {
+		p, size := parts[r.i].out, int(r.chunk.Size)
+		n := len(buf)
+		buf = slices.Grow(buf, size)[:n+size] // fetchCopy: grown partition by partition, as before
+		_, err := r.chunk.File.ReadAt(buf[n:], r.chunk.Pos)
+		if err == nil && path == fetchCopy {
+			err = checkBatches(buf[n:])
 		}
+		if err != nil {
+			c.s.log.Error("kafka: fetch read failed", "file", r.chunk.File.Name(), "pos", r.chunk.Pos, "err", err)
+			p.ErrorCode = kerr.KafkaStorageError.Code
+			p.AbortedTransactions = nil
+			failed = true
+			buf = buf[:n]
+		} else {
+			p.RecordBatches = buf[n : n+size : n+size]
+		}
+		r.chunk.Release()
 	}
 	if cap(buf) <= 1<<20 {
 		c.fetchBuf = buf
@@ -220,6 +254,25 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 		c.fetchBuf = nil // do not keep an unusually large fetch's memory
 	}
 	return total, failed
+}
+
+// checkBatches checks the CRC of every batch in b, as the fetch path did
+// before the segments kept what they had checked (fetchCopy).
+func checkBatches(b []byte) error {
+	for len(b) > 0 {
+		h, err := batch.ParseHeader(b)
+		if err == nil && h.Size() > len(b) {
+			err = batch.ErrShort
+		}
+		if err == nil {
+			_, err = batch.Check(b[:h.Size()])
+		}
+		if err != nil {
+			return err
+		}
+		b = b[h.Size():]
+	}
+	return nil
 }
 
 // chargeResponse takes n bytes of queued.max.response.bytes for the

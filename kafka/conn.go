@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/passbook-log/passbook/auth"
@@ -65,10 +66,15 @@ type conn struct {
 	sasl      saslState
 
 	// fetchBuf holds the record bytes of the fetch response being
-	// written. Only the writer goroutine touches it: fetches run in
-	// their reply's wait, one at a time, and the response is copied out
-	// before the next one runs.
-	fetchBuf []byte
+	// written, and fetchFiles the partitions whose records are sent from
+	// their segment files (pinned until written). Only the writer
+	// goroutine touches them: fetches run in their reply's wait, one at
+	// a time, and the response is written (or copied out) before the
+	// next one runs. raw is the connection's descriptor for sendfile,
+	// nil when it cannot (TLS).
+	fetchBuf   []byte
+	fetchFiles []fileRecords
+	raw        syscall.RawConn
 }
 
 // pending is a reply waiting to be written.
@@ -85,6 +91,7 @@ func newConn(s *Server, nc net.Conn, host string, port int32) *conn {
 	c := &conn{s: s, nc: nc, host: host, port: port, remote: nc.RemoteAddr().String(),
 		queue: make(chan pending, s.o.MaxInFlight), principal: auth.Anonymous}
 	c.ip = hostOf(c.remote)
+	c.raw = rawConnOf(nc)
 	c.lastActive.Store(time.Now().UnixNano())
 	return c
 }
@@ -426,14 +433,16 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			failed = true
 			c.nc.Close()
 			c.releaseResponse()
+			c.releaseFiles()
 			c.busy.Add(-1)
 			continue
 		}
 		// A fetch response's records are written from where they were
-		// read, not copied into buf: buf is written first, then they.
-		var spliced net.Buffers
+		// read, or sent from their files, not copied into buf: buf is
+		// written first, then they.
+		var spliced []framePiece
 		if fr, ok := p.resp.(*kmsg.FetchResponse); ok {
-			spliced, _ = spliceFetch(p.corr, fr, p.flexHeader)
+			spliced, _ = spliceFetch(p.corr, fr, p.flexHeader, c.fetchFiles)
 		}
 		switch {
 		case p.raw != nil:
@@ -449,11 +458,9 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			continue
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(c.s.o.RequestTimeout))
-		out := net.Buffers{buf}
-		if spliced != nil {
-			out = append(out, spliced...)
-		}
-		if _, err := out.WriteTo(c.nc); err != nil {
+		err := writeFrame(c.nc, c.raw, append([]framePiece{{b: buf}}, spliced...), &c.s.fetchIO.sendfileBytes)
+		c.releaseFiles()
+		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				c.s.limitHit(closeSlowReply, c.remote, "kafka: closing connection: a response was not read within the request timeout (--request-timeout)",
 					"timeout", c.s.o.RequestTimeout, "bytes", len(buf))
@@ -474,7 +481,18 @@ func (c *conn) writeLoop(log *slog.Logger) {
 		}
 	}
 	c.s.responseBytes.release(charged)
+	c.releaseFiles()
 	c.busy.Add(-written)
+}
+
+// releaseFiles lets go of the segments of the fetch response just
+// written (or not to be written).
+func (c *conn) releaseFiles() {
+	for i := range c.fetchFiles {
+		c.fetchFiles[i].chunk.Release()
+		c.fetchFiles[i] = fileRecords{}
+	}
+	c.fetchFiles = c.fetchFiles[:0]
 }
 
 // runWait runs a reply's wait, reporting false if it panicked.

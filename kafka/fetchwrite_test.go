@@ -26,13 +26,13 @@ func TestSpliceFetch_SameBytes(t *testing.T) {
 		}
 		flex := resp.IsFlexible()
 		want := appendResponse(nil, 7, resp, flex)
-		out, ok := spliceFetch(7, resp, flex)
+		out, ok := spliceFetch(7, resp, flex, nil)
 		if !ok {
 			t.Fatalf("v%d: not spliced", version)
 		}
 		var got []byte
-		for _, b := range out {
-			got = append(got, b...)
+		for _, p := range out {
+			got = append(got, p.b...)
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("v%d: spliced %d bytes differ from the %d encoded", version, len(got), len(want))
@@ -43,7 +43,7 @@ func TestSpliceFetch_SameBytes(t *testing.T) {
 	}
 	small := kmsg.NewPtrFetchResponse()
 	small.Version = 12
-	if _, ok := spliceFetch(1, small, true); ok {
+	if _, ok := spliceFetch(1, small, true, nil); ok {
 		t.Fatal("a response without records was spliced")
 	}
 }

@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		serveChild(dir)
 		return
 	}
+	if cfg := os.Getenv(fetchClientEnv); cfg != "" {
+		fetchClient(cfg) // BenchmarkFetch_ServerCPU's client
+		return
+	}
 	if cfg := os.Getenv(memberEnv); cfg != "" {
 		memberChild(cfg)
 		return

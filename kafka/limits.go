@@ -62,6 +62,10 @@ type Stats struct {
 	// FetchesCapped counts fetches whose max_bytes or a partition's
 	// max_bytes was lowered to fetch.max.bytes.
 	FetchesCapped uint64
+	// FetchSendfileBytes counts the record bytes of fetch responses sent
+	// from the segment files with sendfile(2), without passing through
+	// the server's memory (plain TCP connections on Linux).
+	FetchSendfileBytes uint64
 }
 
 // Stats returns the current counters.
@@ -73,6 +77,7 @@ func (s *Server) Stats() Stats {
 		ResponseBytesInFlight: s.responseBytes.inUse(),
 		ResponseBytesWaits:    s.responseBytes.waits.Load(),
 		FetchesCapped:         s.fetchesCapped.Load(),
+		FetchSendfileBytes:    s.fetchIO.sendfileBytes.Load(),
 	}
 	for _, r := range closeReasons {
 		st.Closed[r] = s.closed[r].Load()

@@ -312,6 +312,7 @@ type Server struct {
 	requestBytes  *byteBudget
 	responseBytes *byteBudget
 	fetchesCapped atomic.Uint64
+	fetchIO       fetchIO                   // how fetches send their records (fetchwrite.go)
 	closed        map[string]*atomic.Uint64 // by close reason; fixed at NewServer
 	limitLogMu    sync.Mutex
 	limitLogs     map[string]*limitLog
