@@ -47,6 +47,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"slices"
@@ -242,6 +243,9 @@ func (ps *producerStates) describe(topic string, part int32, l *storage.Log) []a
 	return out
 }
 
+// producerReadChunk is how much of the log load reads at a time.
+const producerReadChunk = 64 << 10
+
 // load rebuilds pp from the batch headers in the tail of its log. A
 // failure to read is logged: the producers it would have found are
 // treated as unknown.
@@ -255,7 +259,12 @@ func (ps *producerStates) load(pp *partitionProducers, topic string, part int32)
 	perRecord := max(1, l.Size()/(head-start))
 	from := max(start, head-ps.scanBytes/perRecord)
 	scanned, batches := int64(0), 0
-	var hdr [batch.HeaderSize]byte
+	// The chunk's bytes are read producerReadChunk at a time and the
+	// headers parsed from that buffer: a pread per 61-byte header made
+	// the first idempotent produce after a restart wait for hundreds of
+	// thousands of system calls. A batch larger than the buffer costs a
+	// read of its own, for its header.
+	buf := make([]byte, producerReadChunk)
 	for from < head {
 		c, err := l.ReadBatches(from, 1<<20)
 		if err != nil {
@@ -266,13 +275,23 @@ func (ps *producerStates) load(pp *partitionProducers, topic string, part int32)
 		if c.Size == 0 {
 			break
 		}
-		for pos := c.Pos; pos < c.Pos+c.Size; {
-			if _, err := c.File.ReadAt(hdr[:], pos); err != nil {
-				c.Release()
-				ps.log.Warn("kafka: rebuilding producer state: reading the log failed", "topic", topic, "partition", part, "err", err)
-				return
+		end := c.Pos + c.Size
+		bufAt, n := c.Pos, 0 // buf[:n] holds the file's bytes from bufAt
+		for pos := c.Pos; pos < end; {
+			if pos < bufAt || pos+batch.HeaderSize > bufAt+int64(n) {
+				want := int(min(int64(len(buf)), end-pos))
+				m, err := c.File.ReadAt(buf[:want], pos)
+				if m < want { // the chunk's batches are all in the file
+					if err == nil || errors.Is(err, io.EOF) {
+						err = io.ErrUnexpectedEOF
+					}
+					c.Release()
+					ps.log.Warn("kafka: rebuilding producer state: reading the log failed", "topic", topic, "partition", part, "err", err)
+					return
+				}
+				bufAt, n = pos, m
 			}
-			h, err := batch.ParseHeader(hdr[:])
+			h, err := batch.ParseHeader(buf[pos-bufAt : n])
 			if err != nil {
 				break // ReadBatches checked it: cannot happen
 			}
