@@ -67,8 +67,9 @@ const (
 	// process leaves at most allocMax (or an eighth) of zeros.
 	allocMin = 64 << 10
 	allocMax = 8 << 20
-	// populateAhead is how far past the data the writer keeps pages
-	// prepared.
+	// populateAhead is how far past the data the writer keeps space
+	// allocated and pages prepared (MADV_POPULATE_WRITE dirties them, so
+	// the next fsync writes up to this many zeros once).
 	populateAhead = 512 << 10
 )
 
@@ -104,8 +105,26 @@ func (l *Log) writeActive(s *segment, b []byte, pos int64) error {
 	if _, err := w.m.WriteAt(b, pos); err != nil {
 		return err
 	}
-	w.populate(end)
+	if w.populated < end+populateAhead/2 {
+		l.keepAhead(w, end)
+	}
 	return nil
+}
+
+// keepAhead keeps allocated space and prepared pages ahead of the data,
+// which ends at end: it allocates populateAhead past it (failing
+// quietly: the next append that needs the space allocates it, and
+// reports the failure), and has a goroutine prepare the pages the last
+// one did not. A store into a fresh page otherwise costs the writer a
+// page fault under the lock (1.5–18 µs on this machine, against
+// 8–20 ns for 170 bytes into a prepared page).
+func (l *Log) keepAhead(w *mapWriter, end int64) {
+	if want := end + populateAhead; want > w.m.Size() && w.m.Size() < l.opt().SegmentBytes {
+		if w.m.Allocate(l.allocTarget(want)) != nil {
+			return
+		}
+	}
+	w.populate(end)
 }
 
 // allocTarget is the length to allocate a mapped segment to for data
@@ -144,9 +163,6 @@ func (l *Log) mapActive(s *segment, pos int64) error {
 // short, one goroutine prepares the next (the writer never waits for it;
 // a page it has not reached yet the writer faults in itself).
 func (w *mapWriter) populate(end int64) {
-	if w.populated >= end+populateAhead/2 {
-		return
-	}
 	if w.done != nil {
 		select {
 		case <-w.done:
