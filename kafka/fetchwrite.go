@@ -114,7 +114,7 @@ func spliceFetch(corr int32, resp *kmsg.FetchResponse, flexHeader bool, files []
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
-			if f := inFile[p]; f != nil {
+			if f := inFile[p]; f != nil && p.ErrorCode == 0 { // not a topic deleted meanwhile (topicids.go)
 				cuts = append(cuts, cut{at: &p.RecordBatches, saved: p.RecordBatches, file: f})
 			} else if len(p.RecordBatches) > 0 {
 				cuts = append(cuts, cut{at: &p.RecordBatches, saved: p.RecordBatches})
