@@ -82,3 +82,15 @@ func (f *timedFile) Sync() error {
 	f.obs.Observe(time.Since(began).Seconds())
 	return err
 }
+
+// MapFile maps a file of the wrapped FS (vfs.ErrNoMapping when it cannot
+// map), so that the logs keep their mapped write path behind the timer.
+// A mapped write is no fsync: the File.Sync that makes it durable is
+// timed as every other.
+func (t *SyncTimer) MapFile(name string, reserve int64) (vfs.MappedFile, error) {
+	m, ok := t.FS.(vfs.MapFS)
+	if !ok || !vfs.CanMap(t.FS) {
+		return nil, vfs.ErrNoMapping
+	}
+	return m.MapFile(name, reserve)
+}
