@@ -184,8 +184,13 @@ func (c *conn) readLoop() error {
 			return c.readFailed(err)
 		}
 		c.active()
+		reuse := !c.sasl.raw && reusableFrame(frame) // before handle changes the SASL state
 		p, ok, err := c.handle(c.s.polls, frame)
-		c.s.requestBytes.release(charged)
+		if reuse && err == nil {
+			c.s.frames.put(frame) // framepool.go: its charge goes with it
+		} else {
+			c.s.requestBytes.release(charged)
+		}
 		if err != nil {
 			return err
 		}
@@ -252,38 +257,46 @@ func (c *conn) readFailed(err error) error {
 	return err
 }
 
-// readFrame reads an n-byte frame into a buffer that grows as its bytes
-// arrive — never to the declared size before they do — taking each
-// growth from the server's queued.max.request.bytes, and waiting for it
-// (not reading the socket) while it is spent. charged is what it took,
-// for the caller to release, also on error.
+// readFrame reads an n-byte frame into a buffer from the server's
+// framePool: an idle one that fits the whole frame if there is one (its
+// memory is held already), else one that grows as the bytes arrive —
+// never to the declared size before they do — taking each growth from
+// the server's queued.max.request.bytes, and waiting for it (not reading
+// the socket) while it is spent. charged is what it holds of the budget,
+// the frame's capacity, for the caller to release or give back with the
+// frame, also on error.
 func (c *conn) readFrame(br *bufio.Reader, n int, deadline time.Time) (frame []byte, charged int64, err error) {
 	ctx, cancel := context.WithDeadline(c.s.polls, deadline)
 	defer cancel()
-	const first = 4 << 10
+	frame = c.s.frames.take(n)
 	for len(frame) < n {
 		if len(frame) == cap(frame) {
-			grown := min(n, max(first, 2*cap(frame)))
-			more := int64(grown - cap(frame))
-			if err := c.s.requestBytes.acquire(ctx, more); err != nil {
-				if c.s.polls.Err() != nil {
-					return nil, charged, net.ErrClosed
+			want := min(n, max(frameFirst, 2*cap(frame)))
+			grown := c.s.frames.take(want)
+			if grown != nil {
+				c.s.requestBytes.release(int64(cap(frame))) // the old buffer is dropped; the new one's charge came with it
+			} else {
+				size := frameSize(want)
+				if err := c.s.frames.acquire(ctx, int64(size-cap(frame))); err != nil {
+					if c.s.polls.Err() != nil {
+						return nil, int64(cap(frame)), net.ErrClosed
+					}
+					return nil, int64(cap(frame)), err
 				}
-				return nil, charged, err
+				grown = make([]byte, 0, size)
 			}
-			charged += more
-			frame = append(make([]byte, 0, grown), frame...)
+			frame = append(grown, frame...)
 		}
-		k, err := br.Read(frame[len(frame):cap(frame)])
+		k, err := br.Read(frame[len(frame):min(n, cap(frame))]) // not into the next request
 		frame = frame[:len(frame)+k]
 		if err != nil && len(frame) < n {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, charged, err
+			return nil, int64(cap(frame)), err
 		}
 	}
-	return frame, charged, nil
+	return frame, int64(cap(frame)), nil
 }
 
 // handle decodes one request frame and runs its handler. ok is false

@@ -50,6 +50,10 @@ type Stats struct {
 	// RequestBytesInFlight is the memory held by requests being read
 	// and handled (queued.max.request.bytes counts it).
 	RequestBytesInFlight int64
+	// RequestBytesPooled is the memory of idle request buffers kept for
+	// reuse; queued.max.request.bytes counts it too, and a request that
+	// needs it takes it before waiting.
+	RequestBytesPooled int64
 	// RequestBytesWaits counts the times a connection stopped reading
 	// because queued.max.request.bytes was reached.
 	RequestBytesWaits uint64
@@ -70,9 +74,11 @@ type Stats struct {
 
 // Stats returns the current counters.
 func (s *Server) Stats() Stats {
+	inFlight, pooled := s.frames.usage()
 	st := Stats{
 		Closed:                make(map[string]uint64, len(closeReasons)),
-		RequestBytesInFlight:  s.requestBytes.inUse(),
+		RequestBytesInFlight:  inFlight,
+		RequestBytesPooled:    pooled,
 		RequestBytesWaits:     s.requestBytes.waits.Load(),
 		ResponseBytesInFlight: s.responseBytes.inUse(),
 		ResponseBytesWaits:    s.responseBytes.waits.Load(),

@@ -101,11 +101,12 @@ func TestLimits_QueuedMaxRequestBytes_Waits(t *testing.T) {
 	big := testBatch(t, 1, 40<<10)
 	a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
 	fa, fb := a.frame(produceRequest(7, 1, "q", 0, big)), b.frame(produceRequest(7, 1, "q", 0, big))
-	// a sends all but the last byte: its buffer has grown to the whole
-	// frame, most of the budget; b's, doubling from 4 KiB, cannot grow
-	// past 16 KiB.
+	// a sends all but the last byte: its buffer has grown to hold the
+	// whole frame (rounded up to a buffer size class, framepool.go),
+	// most of the budget; b's, doubling from 4 KiB, cannot grow past
+	// 16 KiB.
 	a.write(fa[:len(fa)-1])
-	waitFor(t, func() bool { return ts.srv.Stats().RequestBytesInFlight == int64(len(fa)-4) })
+	waitFor(t, func() bool { return ts.srv.Stats().RequestBytesInFlight == int64(frameSize(len(fa)-4)) })
 	b.write(fb)
 	waitFor(t, func() bool { return ts.srv.Stats().RequestBytesWaits >= 1 })
 	if got := ts.srv.Stats().RequestBytesInFlight; got > limit {

@@ -310,6 +310,7 @@ type Server struct {
 
 	// The limits' budgets and counters (limits.go).
 	requestBytes  *byteBudget
+	frames        *framePool // request buffers, charged to requestBytes (framepool.go)
 	responseBytes *byteBudget
 	fetchesCapped atomic.Uint64
 	fetchIO       fetchIO                   // how fetches send their records (fetchwrite.go)
@@ -359,6 +360,7 @@ func NewServer(db *passbook.DB, opts *Options) (*Server, error) {
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
 	s.requestBytes = newByteBudget(o.QueuedMaxRequestBytes)
+	s.frames = newFramePool(s.requestBytes)
 	s.responseBytes = newByteBudget(o.QueuedMaxResponseBytes)
 	s.closed = make(map[string]*atomic.Uint64, len(closeReasons))
 	for _, r := range closeReasons {
