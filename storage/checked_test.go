@@ -249,3 +249,36 @@ func TestChunk_OSFile_RetentionDeletesTheSegment(t *testing.T) {
 		l.Close()
 	}
 }
+
+// After a reopen, a fetch from the middle of a segment first checks the
+// batches before it (catchUp), so that the checked prefix reaches the
+// fetches — and the writer extends it again from there.
+func TestReadBatches_CatchesUpAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, nil)
+	pos := appendBatches(t, l, 0, 500)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, dir, nil)
+	defer l.Close()
+	s := l.active()
+	if got := s.checked.Load(); got != 0 {
+		t.Fatalf("checked prefix %d after reopen, want 0", got)
+	}
+	c, err := l.ReadBatches(400, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pos != pos[400] || c.Next != 500 {
+		t.Errorf("chunk at %d up to %d, want at %d up to 500", c.Pos, c.Next, pos[400])
+	}
+	c.Release()
+	if got := s.checked.Load(); got != pos[500] {
+		t.Errorf("checked prefix %d after a fetch from the middle, want the whole %d", got, pos[500])
+	}
+	appendBatches(t, l, 500, 3)
+	if got, want := s.checked.Load(), s.size.Load(); got != want {
+		t.Errorf("after appends, checked prefix %d, want the size %d", got, want)
+	}
+}

@@ -72,6 +72,7 @@ func (l *Log) readBatches(from int64, maxBytes int, bound func() int64) (Chunk, 
 				return Chunk{Next: from}, nil
 			}
 			w.reset(r.seg, r.br.pos, r.br.limit)
+			r.seg.catchUp(w.pos)
 		}
 		pos, h, err := w.next()
 		if err == io.EOF {
@@ -209,6 +210,34 @@ func (w *headerWalk) skip(end, bound int64) (next int64, ok bool) {
 		return 0, false
 	}
 	return base, true
+}
+
+// catchUpBytes is how much of the stretch between a segment's checked
+// prefix and a fetch's start the fetch checks first.
+const catchUpBytes = 4 << 20
+
+// catchUp checks up to catchUpBytes of the batches between the segment's
+// checked prefix and pos, a fetch's start, extending the prefix. A fetch
+// that starts past the prefix (the first after a restart, in the middle
+// of a segment) checks its own batches but could not extend the prefix
+// with them, and neither could the writer: each such fetch moves the
+// prefix on a little, until it reaches the fetches and the head. Damage
+// stops it: the prefix ends before the damaged batch, which a fetch of it
+// reports, and fetches past the damage each check up to catchUpBytes
+// again until the log is reopened.
+func (s *segment) catchUp(pos int64) {
+	from := s.checked.Load()
+	if from >= pos {
+		return
+	}
+	var w headerWalk
+	w.reset(s, from, pos)
+	for w.pos < min(pos, from+catchUpBytes) {
+		at, h, err := w.next()
+		if err != nil || w.check(at, h) != nil || !s.knownGood(w.pos) {
+			return
+		}
+	}
 }
 
 // check checks the CRC of the batch at pos, whose header is h, unless the

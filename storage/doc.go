@@ -94,7 +94,9 @@
 // batch's CRC as it decodes it, every time: nothing checks after it. A
 // Kafka fetch (ReadBatches) checks only the batches past the prefix —
 // found on disk at open, such as a closed segment a clean Open did not
-// read, once, by the first fetch that passes — and otherwise reads only
+// read, once, by the first fetch that passes, and a fetch that starts
+// past the prefix first checks up to 4 MiB of what lies between, so that
+// the prefix catches up with the fetches — and otherwise reads only
 // batch headers (skipping through the sparse index over many small
 // batches), so that the server can hand the file's bytes to sendfile(2)
 // (Chunk.OSFile) without reading them.
