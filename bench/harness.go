@@ -340,6 +340,7 @@ type results struct {
 	usage        map[string][]serverUsage // by system name, a trial each
 	work         map[string]int           // records measured, by system name, over the trials
 	limits       *limits                  // this machine's, measured at the start; nil if not
+	limitsErr    string                   // why they could not be measured, or ""
 	appenders    appenderResults          // storage.Log vs tidwall/wal, InOS, 1 and 16 appenders
 	appendersErr string                   // why a trial of them failed, or ""
 }
@@ -369,13 +370,16 @@ func (h *harness) run(ctx context.Context, tmp string) (*results, error) {
 	if !h.skipLimits {
 		fmt.Fprintf(h.stderr, "measuring this machine's limits in %s\n", h.dir)
 		sz := limitSizesFor(h.quick)
-		l, err := measureLimits(tmp, sz)
-		if err != nil {
-			return nil, fmt.Errorf("machine limits: %w", err)
+		// A file system that cannot do one of them (fallocate, mmap)
+		// costs the report its limits, not the run.
+		if l, err := measureLimits(tmp, sz); err != nil {
+			r.limitsErr = err.Error()
+			fmt.Fprintf(h.stderr, "machine limits: %v\n", err)
+		} else {
+			l.dir = h.dir
+			r.limits = l
+			fmt.Fprint(h.stderr, l.markdown())
 		}
-		l.dir = h.dir
-		r.limits = l
-		fmt.Fprint(h.stderr, l.markdown())
 	}
 	// Sample the 1-minute load average while the run goes.
 	sampling := make(chan struct{})

@@ -157,6 +157,8 @@ func (r *results) markdown() string {
 	b.WriteString("\n")
 	if r.limits != nil {
 		b.WriteString(r.limits.markdown())
+	} else if r.limitsErr != "" {
+		fmt.Fprintf(&b, "### This machine's limits\n\nNot measured: %s\n\n", esc(r.limitsErr))
 	}
 	r.targets(&b)
 	r.targets21(&b)
