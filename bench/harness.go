@@ -179,6 +179,7 @@ type harness struct {
 	natsSync    string // nats-server for the sync_interval: always row
 	passbookBin string
 	baselineBin string
+	source      string
 	mdOut       string
 	pngOut      string
 	quick       bool
@@ -218,6 +219,7 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&h.natsServer, "nats-server", "nats-server", "the nats-server binary")
 	fs.StringVar(&h.natsSync, "nats-sync-server", "", "the nats-server binary for the sync_interval: always configuration, which needs 2.10 or later (default: --nats-server)")
 	fs.StringVar(&h.passbookBin, "passbook", "", "the passbook binary for the Kafka-protocol runs (default: built from this repository with go build)")
+	fs.StringVar(&h.source, "source", "", `what the report calls the passbook source under test, e.g. "commit abc1234 (git archive)" when run from an exported tree (default: the checkout's git HEAD, marked when it has uncommitted changes)`)
 	fs.StringVar(&h.baselineBin, "baseline-passbook", "", "an older passbook binary (the old fetch path) whose server CPU per MB fetched the replay compares with")
 	fs.StringVar(&h.mdOut, "md", "", "also write the report into this markdown file, replacing only its own section (e.g. ../docs/benchmarks.md)")
 	fs.StringVar(&h.pngOut, "png", "", "also draw the bar chart into this PNG file (e.g. ../docs/benchmarks.png)")

@@ -20,6 +20,9 @@ func (h *harness) systems(ctx context.Context, tmp string) ([]*system, error) {
 	pk := passbookKafka(ctx, bin, buildErr)
 	pe := passbookEmbedded()
 	head := gitHead()
+	if h.source != "" {
+		head = h.source
+	}
 	pe.version = "this repository" + ifSet(" at ", head) + " (" + runtime.Version() + ")"
 	pk.version = "passbook serve" + ifSet(" at ", head) + ", franz-go " + moduleVersion("github.com/twmb/franz-go")
 	out := []*system{pe, pk}
