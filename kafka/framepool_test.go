@@ -368,8 +368,12 @@ func TestLimits_PooledBuffersYieldToRequests(t *testing.T) {
 		a.write(a.frame(produceRequest(7, 1, "q", 0, testBatch(t, 1, size))))
 		answered(a)
 	}
-	if st := ts.srv.Stats(); st.RequestBytesPooled == 0 || st.RequestBytesPooled > limit/4 {
+	st := ts.srv.Stats()
+	if st.RequestBytesPooled == 0 || st.RequestBytesPooled > limit/4 {
 		t.Fatalf("%d bytes of idle buffers, want some and at most a quarter of %d", st.RequestBytesPooled, limit)
+	}
+	if got := metricValue(t, ts.srv, "passbook_kafka_request_bytes_pooled"); got != float64(st.RequestBytesPooled) {
+		t.Fatalf("passbook_kafka_request_bytes_pooled = %v, Stats says %d", got, st.RequestBytesPooled)
 	}
 	// a holds most of what is left with a request it has not finished.
 	big := a.frame(produceRequest(7, 1, "q", 0, testBatch(t, 1, 64<<10)))

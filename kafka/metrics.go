@@ -23,6 +23,8 @@ var (
 		[]string{"reason"}, nil)
 	descRequestBytes = prometheus.NewDesc("passbook_kafka_request_bytes_in_flight",
 		"Memory held by Kafka requests being read and handled; bounded by queued.max.request.bytes.", nil, nil)
+	descRequestPooled = prometheus.NewDesc("passbook_kafka_request_bytes_pooled",
+		"Memory of idle Kafka request buffers kept for reuse; queued.max.request.bytes counts it too, and a request that needs it takes it before waiting.", nil, nil)
 	descRequestWaits = prometheus.NewDesc("passbook_kafka_request_bytes_waits_total",
 		"Times a connection stopped reading because queued.max.request.bytes was reached.", nil, nil)
 	descResponseBytes = prometheus.NewDesc("passbook_kafka_response_bytes_in_flight",
@@ -46,7 +48,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descClosed, descRequestBytes, descRequestWaits, descResponseBytes, descResponseWaits, descFetchCapped,
+	for _, d := range []*prometheus.Desc{descConnections, descClosed, descRequestBytes, descRequestPooled, descRequestWaits, descResponseBytes, descResponseWaits, descFetchCapped,
 		descAuthentications, descReauthentications, descSessionsExpired, descTLSFailures, descDenied} {
 		ch <- d
 	}
@@ -59,6 +61,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descClosed, prometheus.CounterValue, float64(st.Closed[r]), r)
 	}
 	ch <- prometheus.MustNewConstMetric(descRequestBytes, prometheus.GaugeValue, float64(st.RequestBytesInFlight))
+	ch <- prometheus.MustNewConstMetric(descRequestPooled, prometheus.GaugeValue, float64(st.RequestBytesPooled))
 	ch <- prometheus.MustNewConstMetric(descRequestWaits, prometheus.CounterValue, float64(st.RequestBytesWaits))
 	ch <- prometheus.MustNewConstMetric(descResponseBytes, prometheus.GaugeValue, float64(st.ResponseBytesInFlight))
 	ch <- prometheus.MustNewConstMetric(descResponseWaits, prometheus.CounterValue, float64(st.ResponseBytesWaits))
