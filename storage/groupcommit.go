@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // WaitDurable returns once the records below offset end meet durability
@@ -48,8 +49,9 @@ func (l *Log) durable(d Durability, end int64) error {
 	return l.waitSynced(end)
 }
 
-// syncer is a log's side of the group commit (Syncer does the fsyncs):
-// how far the log is fsync'd and who waits for more. Fields under mu.
+// syncer is a log's side of the group commit (its Syncer runs the
+// fsyncs): how far the log is fsync'd and who waits for more. Fields
+// under mu.
 type syncer struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // waiters for synced to pass their target
@@ -63,11 +65,17 @@ type syncer struct {
 	inflight bool    // its fsync is running
 	waiters  int     // goroutines in waitSynced
 	own      *Syncer // the Syncer of its own, with no Options.Syncer
+
+	// The wait before the next fsync (awaitReleased).
+	expect  int           // waiters the last fsync released
+	arrived int           // waits begun since it ended
+	full    chan struct{} // closed when arrived reaches expect, while a worker waits for that
+	last    time.Duration // how long the last fsync took
 }
 
 // waitSynced returns once every offset below target is fsync'd: it puts
 // the log in its Syncer's queue (once, however many wait) and sleeps
-// until a round of the Syncer covers target.
+// until an fsync covers target.
 func (l *Log) waitSynced(target int64) error {
 	s := &l.sync
 	s.mu.Lock()
@@ -78,15 +86,21 @@ func (l *Log) waitSynced(target int64) error {
 			return s.err
 		}
 		s.want = max(s.want, target)
-		enqueue := !s.queued
-		s.queued = true
-		// An arrival counts towards the Syncer's next round unless this
-		// log's fsync is running: such a waiter is not one the last
-		// round released coming back.
-		if enqueue || first {
-			l.syncerLocked().arrive(l, enqueue, first && !s.inflight)
+		// A wait counts towards the next fsync's start unless this log's
+		// fsync is running: such a waiter is not one the last fsync
+		// released coming back.
+		if first && !s.inflight {
+			s.arrived++
+			if s.full != nil && s.arrived >= s.expect {
+				close(s.full)
+				s.full = nil
+			}
 		}
 		first = false
+		if !s.queued {
+			s.queued = true
+			l.syncerLocked().enqueue(l)
+		}
 		s.waiters++
 		s.cond.Wait()
 		s.waiters--
@@ -105,21 +119,64 @@ func (l *Log) syncerLocked() *Syncer {
 	return l.sync.own
 }
 
-// syncRound fsyncs l's active segment for a round of its Syncer and wakes
-// the waiters it covered. It returns how many waiters were waiting when
-// it began (all covered: each had appended before the head was read) and
-// whether the log must go in the next round, for a waiter that came
-// during the fsync with a target past it.
-func (l *Log) syncRound() (released int, again bool) {
+// awaitReleased waits, before the log's next fsync, until as many waits
+// have begun since its last fsync as that fsync released, so that the
+// appenders it woke, appending again, are in the next one rather than
+// split off into a group of their own that takes turns with the rest.
+// Appenders that do not come back are waited for only while others
+// still do: the wait ends when a stall (a quarter of the last fsync, at
+// least minRoundStall) passes with no new wait, and after maxRoundWait
+// in all.
+func (l *Log) awaitReleased() {
+	s := &l.sync
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.arrived >= s.expect || s.last <= 0 || s.err != nil {
+		return
+	}
+	stall := max(s.last/4, minRoundStall)
+	t := time.NewTimer(stall)
+	defer t.Stop()
+	began := time.Now()
+	for s.arrived < s.expect {
+		full := make(chan struct{})
+		s.full = full
+		seen := s.arrived
+		s.mu.Unlock()
+		timeout := false
+		select {
+		case <-full:
+		case <-t.C:
+			timeout = true
+		}
+		s.mu.Lock()
+		s.full = nil
+		if timeout {
+			if s.arrived == seen || time.Since(began) >= maxRoundWait {
+				return
+			}
+			t.Reset(stall)
+		}
+	}
+}
+
+// syncRound fsyncs l's active segment and wakes the waiters it covered:
+// every one waiting when it began had appended before the head was read.
+// It reports whether the log must be synced again, for a waiter that
+// came during the fsync with a target past it.
+func (l *Log) syncRound() (again bool) {
 	s := &l.sync
 	s.mu.Lock()
 	s.inflight = true
-	released = s.waiters
+	released := s.waiters
 	s.mu.Unlock()
+	began := time.Now()
 	upto, point, err := l.syncActive()
+	took := time.Since(began)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inflight = false
+	s.expect, s.arrived, s.last = released, 0, took
 	if err != nil {
 		if s.err == nil {
 			s.err = err
@@ -129,7 +186,7 @@ func (l *Log) syncRound() (released int, again bool) {
 	}
 	s.queued = s.err == nil && s.want > s.synced
 	s.cond.Broadcast()
-	return released, s.queued
+	return s.queued
 }
 
 // syncActive fsyncs the active segment and returns the offset and the

@@ -97,3 +97,78 @@ func BenchmarkLog_Append1_FsyncGoroutines(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSyncer_Logs (issue 21, item 1, in-package): 64 goroutines
+// append batches of 10 100-byte records with Fsync durability, each to
+// the next of N logs in turn: one log; 1,000 logs sharing one Syncer
+// (what passbook.Open gives its partitions); 1,000 logs each with its
+// own (no Options.Syncer). Each reports records/s, the segment fsyncs per
+// 1,000 records and, against the one log of the same run, "x-1log".
+//
+//	go test ./storage -run '^$' -bench Syncer_Logs -benchtime 100000x
+func BenchmarkSyncer_Logs(b *testing.B) {
+	const goroutines, perBatch = 64, 10
+	var one float64
+	for _, tc := range []struct {
+		name   string
+		logs   int
+		shared bool
+	}{
+		{"1log", 1, false},
+		{"1000logs-shared", 1000, true},
+		{"1000logs-own", 1000, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := &syncCountFS{FS: vfs.OS()}
+			dir := b.TempDir()
+			var y *Syncer
+			if tc.shared {
+				y = NewSyncer(0)
+			}
+			ls := make([]*Log, tc.logs)
+			for i := range ls {
+				ls[i] = mustOpen(b, fmt.Sprintf("%s/p%d", dir, i), &Options{FS: c, Syncer: y, Durability: Fsync, Files: NewFileCache(0)})
+			}
+			defer func() {
+				for _, l := range ls {
+					l.Close()
+				}
+			}()
+			rs := hundredBytes(perBatch)
+			batches := b.N/perBatch + 1
+			var next atomic.Int64
+			c.syncs.Store(0)
+			c.nanos.Store(0)
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range goroutines {
+				wg.Go(func() {
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(batches) {
+							return
+						}
+						if _, err := ls[i%int64(len(ls))].Append(rs, DefaultDurability); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			records := batches * perBatch
+			rate := float64(records) / b.Elapsed().Seconds()
+			b.ReportMetric(rate, "records/s")
+			b.ReportMetric(float64(c.syncs.Load())*1000/float64(records), "fsyncs/1k-records")
+			if syncs := c.syncs.Load(); syncs > 0 {
+				b.ReportMetric(float64(time.Duration(c.nanos.Load()/syncs).Microseconds()), "fsync-µs")
+			}
+			if tc.logs == 1 {
+				one = rate
+			} else if one > 0 {
+				b.ReportMetric(rate/one, "x-1log")
+			}
+		})
+	}
+}

@@ -421,8 +421,8 @@ func TestSyncer_Waits(t *testing.T) {
 	if err := a.Sync(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Sync after Close: %v, want ErrClosed", err)
 	}
-	if s := y.Stats(); s.Rounds == 0 || s.Files < 2 {
-		t.Errorf("syncer stats %+v: want rounds covering both logs", s)
+	if s := y.Stats(); s.Files < 2 {
+		t.Errorf("syncer stats %+v: want fsyncs of both logs", s)
 	}
 }
 
