@@ -30,17 +30,17 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 			return 0, fmt.Errorf("%w: record %d", ErrNoKey, i)
 		}
 	}
-	l.mu.Lock()
-	if err := l.writableLocked(); err != nil {
-		l.mu.Unlock()
+	first, end, err := l.appendCombined(recs) // combine.go
+	if err != nil {
 		return 0, err
 	}
-	first := l.head.Load()
-	now := l.o.Now()
-	if err := l.checkRecordTimestamps(recs, now); err != nil {
-		l.mu.Unlock()
-		return 0, l.refuse(err)
-	}
+	return first, l.durable(d, end)
+}
+
+// appendRecordsLocked writes recs at the head as one or more batches,
+// split so that none passes MaxBatchBytes. mu is held.
+func (l *Log) appendRecordsLocked(recs []batch.Record, now time.Time) error {
+	o := l.opt()
 	for len(recs) > 0 {
 		// Split so that no batch passes MaxBatchBytes; each record's
 		// overhead is at most ~40 bytes of varints besides its data.
@@ -69,14 +69,11 @@ func (l *Log) Append(recs []batch.Record, d Durability) (int64, error) {
 			}
 		}
 		if err != nil {
-			l.mu.Unlock()
-			return 0, err
+			return err
 		}
 		recs = recs[n:]
 	}
-	end := l.head.Load()
-	l.mu.Unlock()
-	return first, l.durable(d, end)
+	return nil
 }
 
 // AppendBatch validates an encoded RecordBatch v2 (as a Kafka producer

@@ -98,6 +98,9 @@ func appendGoroutines(b *testing.B, o *Options, n int) {
 	}
 	wg.Wait()
 	reportRate(b, per*n)
+	if rounds, calls := combined(l); rounds > 0 {
+		b.ReportMetric(float64(calls)/float64(rounds), "appends/round")
+	}
 }
 
 func BenchmarkLog_Read1M(b *testing.B) {

@@ -62,6 +62,7 @@ type Log struct {
 	roll    rollClock     // the active segment's age, by the broker's clock; under mu
 	refused refusedCounters
 	notify  notifier
+	comb    combiner // Appends waiting for mu (combine.go)
 	txn     txnState // open transactions, LSO (txn.go)
 	sync    syncer
 
