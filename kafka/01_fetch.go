@@ -56,7 +56,6 @@ import (
 
 	"github.com/passbook-log/passbook"
 	"github.com/passbook-log/passbook/acl"
-	"github.com/passbook-log/passbook/batch"
 	"github.com/passbook-log/passbook/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -190,8 +189,11 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 			limit = min(limit, maxBytes-total)
 		}
 		read := fp.l.ReadBatches
-		if fp.committed {
+		switch {
+		case fp.committed:
 			read = fp.l.ReadCommittedBatches
+		case path == fetchCopy:
+			read = fp.l.ReadBatchesVerified // every batch read and CRC-checked, as before
 		}
 		chunk, err := read(fp.from, limit)
 		if err != nil {
@@ -233,11 +235,7 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 		p, size := parts[r.i].out, int(r.chunk.Size)
 		n := len(buf)
 		buf = slices.Grow(buf, size)[:n+size] // fetchCopy: grown partition by partition, as before
-		_, err := r.chunk.File.ReadAt(buf[n:], r.chunk.Pos)
-		if err == nil && path == fetchCopy {
-			err = checkBatches(buf[n:])
-		}
-		if err != nil {
+		if _, err := r.chunk.File.ReadAt(buf[n:], r.chunk.Pos); err != nil {
 			c.s.log.Error("kafka: fetch read failed", "file", r.chunk.File.Name(), "pos", r.chunk.Pos, "err", err)
 			p.ErrorCode = kerr.KafkaStorageError.Code
 			p.AbortedTransactions = nil
@@ -254,25 +252,6 @@ func (c *conn) readParts(ctx context.Context, parts []fetchPart, maxBytes int) (
 		c.fetchBuf = nil // do not keep an unusually large fetch's memory
 	}
 	return total, failed
-}
-
-// checkBatches checks the CRC of every batch in b, as the fetch path did
-// before the segments kept what they had checked (fetchCopy).
-func checkBatches(b []byte) error {
-	for len(b) > 0 {
-		h, err := batch.ParseHeader(b)
-		if err == nil && h.Size() > len(b) {
-			err = batch.ErrShort
-		}
-		if err == nil {
-			_, err = batch.Check(b[:h.Size()])
-		}
-		if err != nil {
-			return err
-		}
-		b = b[h.Size():]
-	}
-	return nil
 }
 
 // chargeResponse takes n bytes of queued.max.response.bytes for the

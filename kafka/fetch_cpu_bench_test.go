@@ -30,10 +30,12 @@ import (
 // finding the batches and getting them onto the socket.
 //
 // The sub-benchmarks are the fetch paths: copy is the path before
-// sendfile (the record bytes read into memory, every batch's CRC checked
-// again, one vectored write), writev the same without the CRC checks
-// (what TLS connections and file systems without a descriptor take), and
-// sendfile the segment file's bytes sent by the kernel. Each reports
+// sendfile (storage.Log.ReadBatchesVerified reads every batch and checks
+// its CRC again, then the records are read into a buffer grown partition
+// by partition and written in one vectored write), writev finds the
+// batches by their headers and reads the records into memory once (what
+// TLS connections and file systems without a descriptor take), and
+// sendfile sends the segment file's bytes from the kernel. Each reports
 // server-µs/MB (server CPU per MiB fetched), MB/s, and x-copy: its CPU
 // per MiB as a fraction of copy's in the same run. Two record sizes:
 // batches of 1,000 records of 100 bytes (~110 KiB, what fillDirect

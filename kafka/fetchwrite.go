@@ -40,8 +40,9 @@ const (
 	// descriptors, always takes.
 	fetchWritev
 	// fetchCopy is the path before sendfile, kept as the baseline of
-	// BenchmarkFetch_ServerCPU: the records read into a buffer grown
-	// partition by partition, and every batch's CRC checked again.
+	// BenchmarkFetch_ServerCPU: every batch read and its CRC checked
+	// again (storage.Log.ReadBatchesVerified), then the records read into
+	// a buffer grown partition by partition.
 	fetchCopy
 )
 

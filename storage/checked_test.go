@@ -77,6 +77,12 @@ func TestReadBatches_ChecksWhatIsNotKnownGood(t *testing.T) {
 	if got, want := first.checked.Load(), first.size.Load(); got != want {
 		t.Errorf("written by this process: checked prefix %d, want the size %d", got, want)
 	}
+	// ReadBatchesVerified checks every batch, as every read did before.
+	if c, err := l.ReadBatchesVerified(0, int(pos[3]-pos[0])); err != nil || c.Size != pos[1]-pos[0] {
+		t.Errorf("ReadBatchesVerified: chunk of %d bytes, %v; want the first batch only, %d bytes", c.Size, err, pos[1]-pos[0])
+	} else {
+		c.Release()
+	}
 	// The Reader still checks.
 	var rerr error
 	for _, err := range l.Records(0) {
