@@ -26,7 +26,14 @@
 // each carrying its own length and CRC-32C, with base offsets patched to
 // their place in the partition. The newest segment is the active one; all
 // appends go there, and it rolls to a new segment when it reaches
-// Options.SegmentBytes or Options.SegmentAge.
+// Options.SegmentBytes or Options.SegmentAge. Where the file system can
+// map files (vfs.MapFS), the active segment is written through a shared
+// mapping with its space allocated ahead (mapwrite.go): while it is
+// active its file is longer than its batches, the rest zeros. A closed
+// segment, and the active one after a clean Close, end exactly with their
+// last batch, as with write(2); a file that was never closed cleanly may
+// hold anything after its batches (allocated zeros, a page the disk kept
+// from before), which Open cuts as a torn tail.
 //
 // A .index file holds 8-byte big-endian entries (relative offset uint32,
 // byte position uint32), one for the first batch after every
