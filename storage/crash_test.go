@@ -160,6 +160,7 @@ func TestLog_Kill9(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	dir := t.TempDir()
 	printed := int64(0)
+	allocated := 0 // rounds whose killed active segment was longer than its batches
 	for round := range 20 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestLog_Kill9$")
 		cmd.Env = append(os.Environ(), "PASSBOOK_KILL9_CHILD="+dir)
@@ -195,13 +196,28 @@ func TestLog_Kill9(t *testing.T) {
 		}
 		cmd.Wait()
 
+		// The active segment as the kill left it: on the mapped write
+		// path, longer than its batches (space allocated ahead).
+		names, _ := os.ReadDir(dir)
+		var killedLen int64
+		for _, e := range names {
+			if fi, err := e.Info(); err == nil && filepath.Ext(e.Name()) == ".log" {
+				killedLen = fi.Size() // names are sorted: the last .log is the active one
+			}
+		}
 		l := mustOpen(t, dir, nil)
 		if l.Head() < printed {
 			t.Fatalf("round %d: head %d, but the child printed offset %d", round, l.Head(), printed-1)
 		}
 		checkRecords(t, l, 0)
+		if killedLen > l.active().size.Load() {
+			allocated++
+		}
 		t.Logf("round %d: printed %d, head %d, torn bytes %d", round, printed, l.Head(), l.Recovery().TornBytes)
 		l.Close()
+	}
+	if vfs.CanMap(vfs.OS()) && allocated == 0 {
+		t.Error("no kill left a segment longer than its batches: the children did not write through a mapping")
 	}
 }
 
