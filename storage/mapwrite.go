@@ -69,8 +69,10 @@ const (
 	allocMax = 8 << 20
 	// populateAhead is how far past the data the writer keeps space
 	// allocated and pages prepared (MADV_POPULATE_WRITE dirties them, so
-	// the next fsync writes up to this many zeros once).
+	// the next fsync writes up to this many zeros once), once the
+	// segment holds that much; aheadMin is the least (see ahead).
 	populateAhead = 512 << 10
+	aheadMin      = 8 << 10
 )
 
 // writeActive writes the batch b at byte pos of the active segment s:
@@ -105,26 +107,37 @@ func (l *Log) writeActive(s *segment, b []byte, pos int64) error {
 	if _, err := w.m.WriteAt(b, pos); err != nil {
 		return err
 	}
-	if w.populated < end+populateAhead/2 {
+	if w.populated < end+ahead(end)/2 {
 		l.keepAhead(w, end)
 	}
 	return nil
 }
 
 // keepAhead keeps allocated space and prepared pages ahead of the data,
-// which ends at end: it allocates populateAhead past it (failing
+// which ends at end: it allocates ahead(end) past it (failing
 // quietly: the next append that needs the space allocates it, and
 // reports the failure), and has a goroutine prepare the pages the last
 // one did not. A store into a fresh page otherwise costs the writer a
 // page fault under the lock (1.5–18 µs on this machine, against
 // 8–20 ns for 170 bytes into a prepared page).
 func (l *Log) keepAhead(w *mapWriter, end int64) {
-	if want := end + populateAhead; want > w.m.Size() && w.m.Size() < l.opt().SegmentBytes {
+	if want := end + ahead(end); want > w.m.Size() && w.m.Size() < l.opt().SegmentBytes {
 		if w.m.Allocate(l.allocTarget(want)) != nil {
 			return
 		}
 	}
 	w.populate(end)
+}
+
+// ahead is how far past data ending at end the writer prepares pages:
+// as far as the segment's data reaches, between aheadMin and
+// populateAhead. Prepared pages are dirty memory, so a fixed 512 KiB
+// would cost every partition that much however little it holds (1,000
+// partitions of one record each: 519 MB of resident zeros, and as many
+// bytes for the next fsyncs to write); scaled, a cold partition costs a
+// few pages and a hot one reaches the full run within its first MiB.
+func ahead(end int64) int64 {
+	return min(populateAhead, max(aheadMin, (end+4095)&^4095))
 }
 
 // allocTarget is the length to allocate a mapped segment to for data
@@ -172,7 +185,7 @@ func (w *mapWriter) populate(end int64) {
 		}
 	}
 	from := max(w.populated, end)
-	to := min(end+populateAhead, w.m.Size())
+	to := min(end+ahead(end), w.m.Size())
 	if from >= to {
 		return
 	}
