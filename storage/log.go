@@ -27,6 +27,7 @@ import (
 //	mu                 appends, rolls, the segment list's changes, Close
 //	fault.mu           the failed-write record (recover.go)
 //	sync.mu            the group commit (released around each fsync)
+//	Syncer.mu          its queue of logs to fsync (taken under sync.mu to queue one)
 //
 // and the leaves, under any of them and taking nothing else: notify.mu,
 // clean.mu, a segment's pinMu (which takes its FileCache's lock to pin or
