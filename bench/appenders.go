@@ -28,8 +28,11 @@ import (
 // appendersKey names them in --workloads.
 const appendersKey = "appenders"
 
-// appenderCounts are the goroutine counts measured.
-var appenderCounts = []int{1, 16}
+// appenderCounts are the goroutine counts measured, and appendBatched
+// the row of one appender appending batches of 1,000 records.
+var appenderCounts = []int{1, 16, appendBatched}
+
+const appendBatched = -1000
 
 // appenderResults are records/s by system ("passbook", "wal") and
 // goroutine count, a figure per trial.
@@ -61,20 +64,29 @@ func (h *harness) runAppenders(ctx context.Context, r *results, trial int, tmp s
 	}
 	runs := []run{
 		{"passbook", func(dir string, k int) (float64, error) {
-			if k == 1 {
+			switch k {
+			case 1:
 				return passbookSingles(dir, n)
+			case appendBatched:
+				return passbookBatchesInOS(dir, n, false)
 			}
 			return passbookAppenders(dir, n, k, false)
 		}},
 		{"passbook-write2", func(dir string, k int) (float64, error) {
-			if k == 1 {
+			switch k {
+			case 1:
 				return passbookSinglesOn(dir, n, true)
+			case appendBatched:
+				return passbookBatchesInOS(dir, n, true)
 			}
 			return passbookAppenders(dir, n, k, true)
 		}},
 		{"wal", func(dir string, k int) (float64, error) {
-			if k == 1 {
+			switch k {
+			case 1:
 				return walSingles(dir, n)
+			case appendBatched:
+				return walBatchesNoSync(dir, n)
 			}
 			return walAppenders(dir, n, k)
 		}},
@@ -87,7 +99,7 @@ func (h *harness) runAppenders(ctx context.Context, r *results, trial int, tmp s
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			dir := filepath.Join(tmp, fmt.Sprintf("appenders-%s-%d-t%d", ru.sys, k, trial))
+			dir := filepath.Join(tmp, fmt.Sprintf("appenders-%s-%d-t%d", ru.sys, max(k, 0), trial))
 			syscall.Sync()
 			x, err := ru.f(dir, k)
 			os.RemoveAll(dir)
@@ -95,7 +107,7 @@ func (h *harness) runAppenders(ctx context.Context, r *results, trial int, tmp s
 				return fmt.Errorf("%s, %d appenders: %w", ru.sys, k, err)
 			}
 			r.appenders.add(ru.sys, k, x)
-			fmt.Fprintf(h.stderr, "trial %d: %s: %d appender(s), InOS: %s records/s\n", trial+1, ru.sys, k, commas(int64(x)))
+			fmt.Fprintf(h.stderr, "trial %d: %s: %s appender(s), InOS: %s records/s\n", trial+1, ru.sys, appendersLabel(k), commas(int64(x)))
 		}
 	}
 	return nil
@@ -180,6 +192,58 @@ func walAppenders(dir string, n, k int) (float64, error) {
 		}
 	}
 	return rate(n, el), nil
+}
+
+// passbookBatchesInOS appends n records to one storage.Log in batches of
+// 1,000 with InOS durability: mapped, or with write2 on write(2).
+func passbookBatchesInOS(dir string, n int, write2 bool) (float64, error) {
+	o := &storage.Options{Durability: storage.InOS}
+	if write2 {
+		o.FS = vfs.WithoutMapping(vfs.OS())
+	}
+	l, err := storage.Open(dir, o)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	rs := hundredByteRecords(1000)
+	start := time.Now()
+	for done := 0; done < n; done += len(rs) {
+		if _, err := l.Append(rs[:min(len(rs), n-done)], storage.InOS); err != nil {
+			return 0, err
+		}
+	}
+	return rate(n, time.Since(start)), nil
+}
+
+// walBatchesNoSync writes n entries to tidwall/wal in WriteBatch calls of
+// 1,000, NoSync.
+func walBatchesNoSync(dir string, n int) (float64, error) {
+	w, err := wal.Open(dir, &wal.Options{NoSync: true})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Close()
+	v := bytes.Repeat([]byte("x"), recordBytes)
+	var b wal.Batch
+	start := time.Now()
+	for i := range n {
+		b.Write(uint64(i+1), v)
+		if (i+1)%1000 == 0 || i+1 == n {
+			if err := w.WriteBatch(&b); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return rate(n, time.Since(start)), nil
+}
+
+// appendersLabel is how the table names a count.
+func appendersLabel(k int) string {
+	if k == appendBatched {
+		return "1, batches of 1,000"
+	}
+	return fmt.Sprint(k)
 }
 
 // share is goroutine g's part of n records over k goroutines.

@@ -50,7 +50,7 @@ func TestPeers_Quick(t *testing.T) {
 		"| open of passbook serve over 1,000 partitions after a clean stop (exec → ready) |",
 		"| single-record InOS appends, 16 appenders on one log: storage.Log ≥ 1.5× tidwall/wal |",
 		"| server CPU per MB fetched by a replay, against kfake (in memory) |",
-		"### storage.Log vs tidwall/wal: 10,000 single-record InOS appends, 1 and 16 appenders", "| 16 | ",
+		"### storage.Log vs tidwall/wal: 10,000 InOS appends, single records from 1 and 16 appenders, and batches", "| 16 | ", "| 1, batches of 1,000 | ",
 		"| server | CPU per MB fetched | ÷ kfake's |",
 	} {
 		if !strings.Contains(report, want) {
