@@ -266,8 +266,6 @@ func (c *conn) readFailed(err error) error {
 // the frame's capacity, for the caller to release or give back with the
 // frame, also on error.
 func (c *conn) readFrame(br *bufio.Reader, n int, deadline time.Time) (frame []byte, charged int64, err error) {
-	ctx, cancel := context.WithDeadline(c.s.polls, deadline)
-	defer cancel()
 	frame = c.s.frames.take(n)
 	for len(frame) < n {
 		if len(frame) == cap(frame) {
@@ -277,7 +275,7 @@ func (c *conn) readFrame(br *bufio.Reader, n int, deadline time.Time) (frame []b
 				c.s.requestBytes.release(int64(cap(frame))) // the old buffer is dropped; the new one's charge came with it
 			} else {
 				size := frameSize(want)
-				if err := c.s.frames.acquire(ctx, int64(size-cap(frame))); err != nil {
+				if err := c.s.frames.acquire(c.s.polls, deadline, int64(size-cap(frame))); err != nil {
 					if c.s.polls.Err() != nil {
 						return nil, int64(cap(frame)), net.ErrClosed
 					}

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -120,8 +121,10 @@ func (p *framePool) take(n int) []byte {
 }
 
 // acquire charges n more bytes to the budget, dropping idle buffers to
-// make room before it waits for other requests to be done.
-func (p *framePool) acquire(ctx context.Context, n int64) error {
+// make room before it waits, until ctx is done or the deadline passes,
+// for other requests to be done. (The deadline's context is made only
+// for a wait: most calls do not wait.)
+func (p *framePool) acquire(ctx context.Context, deadline time.Time, n int64) error {
 	if p.budget.tryAcquireQuiet(n) {
 		return nil
 	}
@@ -130,6 +133,8 @@ func (p *framePool) acquire(ctx context.Context, n int64) error {
 	// From here on no buffer is kept idle (put sees waiting, under mu):
 	// dropping those idle now frees everything the pool holds.
 	p.dropIdle()
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	return p.budget.acquire(ctx, n)
 }
 

@@ -30,7 +30,7 @@ func TestFramePool_Budget(t *testing.T) {
 			return buf
 		}
 		size := frameSize(n)
-		if err := p.acquire(ctx, int64(size)); err != nil {
+		if err := p.acquire(ctx, time.Now().Add(time.Minute), int64(size)); err != nil {
 			t.Fatal(err)
 		}
 		return make([]byte, 0, size)
@@ -89,7 +89,7 @@ func TestFramePool_Budget(t *testing.T) {
 	small := get(4 << 10)
 	big := get(200 << 10) // 4 KiB + 200 KiB of 256
 	got := make(chan error, 1)
-	go func() { got <- p.acquire(ctx, 100<<10) }()
+	go func() { got <- p.acquire(ctx, time.Now().Add(time.Minute), 100<<10) }()
 	for p.waiting.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
