@@ -157,12 +157,16 @@ func (l *Log) mapActive(s *segment, pos int64) error {
 		return nil
 	}
 	m, err := mfs.MapFile(s.path, max(l.opt().SegmentBytes, pos))
-	if errors.Is(err, errors.ErrUnsupported) {
-		s.noMap = true
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("map %s: %w", s.path, err)
+		// A mapping the process cannot have (vm.max_map_count or
+		// RLIMIT_AS reached by many partitions, no descriptor to map
+		// with) costs this segment its mapping, not its appends: it is
+		// written with write(2), as on a file system that cannot map.
+		s.noMap = true
+		if !errors.Is(err, errors.ErrUnsupported) {
+			l.o.Logger.Warn("active segment written with write(2): cannot map it", "file", s.path, "err", err)
+		}
+		return nil
 	}
 	if size := m.Size(); size < pos {
 		m.Close()
