@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -94,13 +97,26 @@ func (m *osMapped) Allocate(size int64) error {
 	return nil
 }
 
-func (m *osMapped) WriteAt(p []byte, off int64) (int, error) {
+func (m *osMapped) WriteAt(p []byte, off int64) (n int, err error) {
 	if m.closed {
 		return 0, errMapClosed(m.name)
 	}
 	if off < 0 || off+int64(len(p)) > m.size {
 		return 0, errMapRange(m.name, off, len(p), m.size)
 	}
+	// A store the kernel cannot back (the file cut short behind the
+	// mapping's back, an I/O error reading a page in) is a SIGBUS, which
+	// would end the process: it becomes this write's error instead, so
+	// that one partition fails its append, not the server.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(runtime.Error); !ok {
+				panic(r)
+			}
+			n, err = 0, &fs.PathError{Op: "mapped write", Path: m.name, Err: fmt.Errorf("%v: %w", r, syscall.EIO)}
+		}
+	}()
 	return copy(m.data[off:], p), nil
 }
 
