@@ -29,6 +29,27 @@ func (c *syncCountFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.Fil
 	return &syncCountFile{File: f, c: c}, nil
 }
 
+// countingFS returns a syncCountFS over the OS file system, mapping
+// files as the OS does (vfs.MapFS) so that the log takes its default
+// write path.
+func countingFS() (*syncCountFS, vfs.FS) {
+	c := &syncCountFS{FS: vfs.OS()}
+	if m, ok := c.FS.(vfs.MapFS); ok {
+		return c, syncCountMapFS{c, m}
+	}
+	return c, c
+}
+
+// syncCountMapFS is a syncCountFS whose file system maps files.
+type syncCountMapFS struct {
+	*syncCountFS
+	m vfs.MapFS
+}
+
+func (s syncCountMapFS) MapFile(name string, reserve int64) (vfs.MappedFile, error) {
+	return s.m.MapFile(name, reserve)
+}
+
 type syncCountFile struct {
 	vfs.File
 	c *syncCountFS
@@ -71,8 +92,8 @@ func reportGroupCommit(b *testing.B, c *syncCountFS, records, waiters int) {
 func BenchmarkLog_Append1_FsyncGoroutines(b *testing.B) {
 	for _, n := range []int{1, 4, 16, 64, 256} {
 		b.Run(fmt.Sprintf("%d", n), func(b *testing.B) {
-			c := &syncCountFS{FS: vfs.OS()}
-			l := mustOpen(b, b.TempDir(), &Options{FS: c, Durability: Fsync})
+			c, fsys := countingFS()
+			l := mustOpen(b, b.TempDir(), &Options{FS: fsys, Durability: Fsync})
 			defer l.Close()
 			rs := hundredBytes(1)
 			b.SetBytes(100)
@@ -119,7 +140,7 @@ func BenchmarkSyncer_Logs(b *testing.B) {
 		{"1000logs-own", 1000, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			c := &syncCountFS{FS: vfs.OS()}
+			c, fsys := countingFS()
 			dir := b.TempDir()
 			var y *Syncer
 			if tc.shared {
@@ -127,7 +148,7 @@ func BenchmarkSyncer_Logs(b *testing.B) {
 			}
 			ls := make([]*Log, tc.logs)
 			for i := range ls {
-				ls[i] = mustOpen(b, fmt.Sprintf("%s/p%d", dir, i), &Options{FS: c, Syncer: y, Durability: Fsync, Files: NewFileCache(0)})
+				ls[i] = mustOpen(b, fmt.Sprintf("%s/p%d", dir, i), &Options{FS: fsys, Syncer: y, Durability: Fsync, Files: NewFileCache(0)})
 			}
 			defer func() {
 				for _, l := range ls {
