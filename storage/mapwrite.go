@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/passbook-log/passbook/vfs"
@@ -40,9 +41,11 @@ import (
 //     a batch (a zero length is short of any header), and stale bytes
 //     (a page the disk kept from before) fail the CRC or the offset
 //     chain, so preallocated bytes are never taken for data. What it
-//     cuts past the checkpoint is a torn tail, as with write(2), and
-//     Recovery.TornBytes counts it, zeros included; Verify reports it
-//     as a torn tail too.
+//     cuts past the checkpoint is a torn tail, as with write(2), except
+//     allocated space the writer never wrote (allocatedTail: zeros to an
+//     allocation boundary), which a killed process leaves after every
+//     batch: Open cuts it without counting torn bytes, and Verify notes
+//     it rather than report a problem.
 //   - A failed write (a fault injected into the copy, a failed allocation
 //     on a full disk) unmaps before the retry truncates the segment back
 //     to its last acknowledged batch, and the next append maps it again.
@@ -225,4 +228,31 @@ func (s *segment) unmap(truncate bool) error {
 		}
 	}
 	return err
+}
+
+// allocatedTail reports whether the bytes of the active segment f from
+// pos, where its batches end, to its end (size) are space the mapped
+// writer allocated ahead and never wrote: all zeros, to a length the
+// writer allocates to (a whole number of allocMin). Open cuts them
+// without counting them as torn bytes, and Verify notes them rather than
+// report a torn tail: a killed process leaves them after every batch it
+// wrote. (A torn write's tail that happens to be zeros to such a length
+// is told apart from them by nothing, and it holds no batch either.)
+func allocatedTail(f io.ReaderAt, pos, size int64) bool {
+	if size%allocMin != 0 || pos >= size {
+		return false
+	}
+	buf := make([]byte, min(size-pos, 64<<10))
+	for at := pos; at < size; at += int64(len(buf)) {
+		chunk := buf[:min(int64(len(buf)), size-at)]
+		if n, err := f.ReadAt(chunk, at); n < len(chunk) || err != nil && !errors.Is(err, io.EOF) {
+			return false
+		}
+		for _, c := range chunk {
+			if c != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -114,10 +116,18 @@ func TestMapped_ReopenAfterKill(t *testing.T) {
 	if n := fileLen(t, after, name); n <= data {
 		t.Fatalf("killed: file %d bytes, data %d: nothing was allocated ahead", n, data)
 	}
+	// Verify: no problem, a note on the allocated space.
+	r := mustVerify(t, after)
+	if !r.OK() || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "allocated past its last batch") }) {
+		t.Fatalf("verify after a kill: problems %v, notes %q; want none, and a note on the allocated space", r.Problems, r.Notes)
+	}
 	o.FS = after
 	l = mustOpen(t, "/p", o)
 	if l.Head() != 500 || l.Size() != data || fileLen(t, after, name) != data {
 		t.Fatalf("reopened: head %d, %d bytes, file %d; want 500, %d", l.Head(), l.Size(), fileLen(t, after, name), data)
+	}
+	if torn := l.Recovery().TornBytes; torn != 0 {
+		t.Errorf("reopened: %d torn bytes; allocated space is none", torn)
 	}
 	checkRecords(t, l, 0)
 	appendN(t, l, 500, 500, InOS)

@@ -292,11 +292,16 @@ func (l *Log) rebuild(sc *segScanner, s *segment, size int64, active bool, cp ch
 			if !tornTail(active, sb.Pos, synced) {
 				return s.corrupt(sb.Pos, sb.Err)
 			}
-			// A torn write: drop it and everything after.
+			// A torn write: drop it and everything after. Space the
+			// mapped writer allocated past its last batch and never
+			// wrote is no torn write (mapwrite.go).
+			allocated := allocatedTail(s.log, sb.Pos, size)
 			if err := s.log.Truncate(sb.Pos); err != nil {
 				return fmt.Errorf("truncate torn tail: %w", err)
 			}
-			l.recovery.TornBytes += size - sb.Pos
+			if !allocated {
+				l.recovery.TornBytes += size - sb.Pos
+			}
 			break
 		}
 		h := sb.Header

@@ -442,6 +442,11 @@ func scanOneSegment(fsys vfs.FS, dir string, base, limit int64, ps *partitionSca
 		s.damage = append(s.damage, d)
 		s.next = -1
 		kind, detail := ProblemBatch, sb.Err.Error()
+		if torn && allocatedTail(f, d.pos, s.size) { // mapwrite.go
+			s.torn = true
+			ps.report.Notes = append(ps.report.Notes, fmt.Sprintf("%s ends with %d bytes of space allocated past its last batch and never written (the mapped write path; Open truncates them)", s.path, s.size-d.pos))
+			break
+		}
 		if torn {
 			s.torn, kind = true, ProblemTornTail
 			detail = fmt.Sprintf("%d bytes of an unfinished write after the last fsync (Open truncates them): %v", d.end-d.pos, sb.Err)
