@@ -184,8 +184,8 @@ func TestFetch_TLS_NoSendfile(t *testing.T) {
 			t.Errorf("v%d over TLS: error %d, %d record bytes, want the %d stored", version, rp.ErrorCode, len(rp.RecordBatches), len(want))
 		}
 	}
-	if sent := ts.srv.Stats().FetchSendfileBytes; sent != 0 {
-		t.Errorf("%d bytes sent with sendfile over TLS", sent)
+	if sent := metricValue(t, ts.srv, "passbook_kafka_fetch_sendfile_bytes_total"); sent != 0 {
+		t.Errorf("passbook_kafka_fetch_sendfile_bytes_total %v over TLS, want 0", sent)
 	}
 }
 
@@ -285,7 +285,7 @@ func TestFetch_Sendfile_RacesRetention(t *testing.T) {
 		return
 	}
 	t.Logf("responses with records %v, out of range %v; %d bytes sent with sendfile", served, outOfRange, ts.srv.Stats().FetchSendfileBytes)
-	if ts.srv.Stats().FetchSendfileBytes == 0 {
-		t.Error("nothing was sent with sendfile")
+	if got, want := metricValue(t, ts.srv, "passbook_kafka_fetch_sendfile_bytes_total"), float64(ts.srv.Stats().FetchSendfileBytes); got != want || got == 0 {
+		t.Errorf("passbook_kafka_fetch_sendfile_bytes_total %v, Stats %v: want them equal, not 0", got, want)
 	}
 }

@@ -33,6 +33,8 @@ var (
 		"Times a fetch waited, or returned less, because queued.max.response.bytes was reached.", nil, nil)
 	descFetchCapped = prometheus.NewDesc("passbook_kafka_fetch_bytes_capped_total",
 		"Fetches whose max_bytes or a partition's max_bytes was lowered to fetch.max.bytes.", nil, nil)
+	descFetchSendfile = prometheus.NewDesc("passbook_kafka_fetch_sendfile_bytes_total",
+		"Record bytes of fetch responses sent from the segment files with sendfile(2), not through the server's memory (plain TCP connections on Linux).", nil, nil)
 
 	descAuthentications = prometheus.NewDesc("passbook_kafka_authentications_total",
 		"Kafka SASL authentications (not re-authentications), by mechanism (other: one not served) and result (success, failure).",
@@ -48,7 +50,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descClosed, descRequestBytes, descRequestPooled, descRequestWaits, descResponseBytes, descResponseWaits, descFetchCapped,
+	for _, d := range []*prometheus.Desc{descConnections, descClosed, descRequestBytes, descRequestPooled, descRequestWaits, descResponseBytes, descResponseWaits, descFetchCapped, descFetchSendfile,
 		descAuthentications, descReauthentications, descSessionsExpired, descTLSFailures, descDenied} {
 		ch <- d
 	}
@@ -66,6 +68,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descResponseBytes, prometheus.GaugeValue, float64(st.ResponseBytesInFlight))
 	ch <- prometheus.MustNewConstMetric(descResponseWaits, prometheus.CounterValue, float64(st.ResponseBytesWaits))
 	ch <- prometheus.MustNewConstMetric(descFetchCapped, prometheus.CounterValue, float64(st.FetchesCapped))
+	ch <- prometheus.MustNewConstMetric(descFetchSendfile, prometheus.CounterValue, float64(st.FetchSendfileBytes))
 	c.s.collectSecurity(ch)
 }
 
