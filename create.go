@@ -2,6 +2,7 @@ package passbook
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/passbook-log/passbook/internal/layout"
@@ -66,8 +67,10 @@ func (db *DB) openPartition(name string, c TopicConfig, d storage.Durability, p 
 	return storage.Open(layout.PartitionDir(db.dir, name, p), &o)
 }
 
-// parallel runs openParallelism partitions at once in topics of
-// parallelFrom partitions or more.
+// parallel runs max(openParallelism, 4×GOMAXPROCS) partitions at once
+// when there are parallelFrom or more: enough to keep the cores busy with
+// a clean Open's reads and opens, and the disk with the fsyncs of the
+// others.
 const (
 	openParallelism = 16
 	parallelFrom    = 64
@@ -80,7 +83,7 @@ const (
 // quick, and a fault injected at the i-th file operation (cmd/torture)
 // then hits the same partition on every run of a seed.
 func parallel(n int, each func(p int)) {
-	workers := openParallelism
+	workers := max(openParallelism, 4*runtime.GOMAXPROCS(0))
 	if n < parallelFrom {
 		workers = 1
 	}

@@ -76,9 +76,21 @@ func (c *FileCache) Stats() FileCacheStats {
 // that create or truncate.
 func (c *FileCache) openFile(fsys vfs.FS, name string, flag int, perm fs.FileMode) (*cachedFile, error) {
 	f := &cachedFile{c: c, fs: fsys, name: name, flag: flag, perm: perm}
+	// The file is no one else's yet: it is opened outside the cache's
+	// lock, which would otherwise make the partitions that Open opens
+	// side by side wait for each other's open(2). Out of descriptors, it
+	// is opened again under the lock, after closing idle files.
+	h, err := fsys.OpenFile(name, flag, perm)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := f.openLocked(); err != nil {
+	if err == nil {
+		f.f = h
+		c.open++
+		c.misses.Add(1)
+		c.evictLocked(0)
+	} else if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
+		return nil, err
+	} else if err := f.openLocked(); err != nil {
 		return nil, err
 	}
 	f.flag &^= os.O_CREATE | os.O_TRUNC | os.O_EXCL

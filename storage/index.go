@@ -246,23 +246,9 @@ func (x *index) load(logSize int64, inMemory bool) error {
 		return fmt.Errorf("index sizes %d and %d are not whole entries", offSize, timeSize)
 	}
 	x.offCount, x.timeCount = int(offSize/offsetEntrySize), int(timeSize/timeEntrySize)
-	if x.offCount > 0 {
-		// Checking the whole file would cost a read per entry; the
-		// ends and their order catch truncation and garbage.
-		first, err := x.offsetAt(0)
-		if err != nil {
-			return err
-		}
-		last, err := x.offsetAt(x.offCount - 1)
-		if err != nil {
-			return err
-		}
-		if first.pos != 0 || first.rel != 0 || int64(last.pos) >= logSize || last.rel < first.rel || last.pos < first.pos {
-			return fmt.Errorf("index entries out of order or past the log end")
-		}
-	}
 	if inMemory {
-		// One read per file, not one per entry.
+		// One read per file, not one per entry; the checks below then
+		// read the entries from memory.
 		b := make([]byte, max(offSize, timeSize))
 		if err := readFullAt(x.offFile, b[:offSize]); err != nil {
 			return fmt.Errorf("read index: %w", err)
@@ -281,6 +267,22 @@ func (x *index) load(logSize int64, inMemory bool) error {
 			times[i] = timeEntry{ms: int64(binary.BigEndian.Uint64(e)), rel: binary.BigEndian.Uint32(e[8:])}
 		}
 		x.offs, x.times, x.inMemory = offs, times, true
+	}
+	if x.offCount > 0 {
+		// Checking the whole file would cost a read per entry; the
+		// ends and their order catch truncation and garbage.
+		first, err := x.offsetAt(0)
+		if err != nil {
+			return err
+		}
+		last, err := x.offsetAt(x.offCount - 1)
+		if err != nil {
+			return err
+		}
+		if first.pos != 0 || first.rel != 0 || int64(last.pos) >= logSize || last.rel < first.rel || last.pos < first.pos {
+			x.inMemory, x.offs, x.times = false, nil, nil
+			return fmt.Errorf("index entries out of order or past the log end")
+		}
 	}
 	return nil
 }
