@@ -171,11 +171,14 @@ func (l *Log) writeLocked(b []byte, h batch.Header, now time.Time) error {
 	if err := l.writeActive(s, b, pos); err != nil { // mapwrite.go
 		return l.failActiveWrite(fmt.Errorf("append to the active segment: %w", err)) // err names the file
 	}
+	m := s.mark()
 	if err := s.indexBatch(pos, h, l.o.IndexInterval); err != nil {
+		s.rollback(m)
 		return l.failActiveWrite(err)
 	}
 	if isTxnBatch(h) {
 		if err := l.txnWrittenLocked(s, h, b); err != nil {
+			s.rollback(m)
 			return l.failActiveWrite(err)
 		}
 	}

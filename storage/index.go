@@ -136,6 +136,19 @@ func (x *index) flush() error {
 	return x.flushTimesLocked()
 }
 
+// cut drops the entries past the first offs and times, which name a
+// batch a failed write never published (see segment.rollback); the
+// files keep whole entries only up to the counts, as a retry truncates
+// them (recoverWritesLocked).
+func (x *index) cut(offs, times int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.inMemory {
+		x.offs, x.times = x.offs[:min(offs, len(x.offs))], x.times[:min(times, len(x.times))]
+	}
+	x.offCount, x.timeCount = min(x.offCount, offs), min(x.timeCount, times)
+}
+
 // offLen and timeLen are the numbers of entries, written or not.
 func (x *index) offLen() int {
 	if x.inMemory {

@@ -390,3 +390,30 @@ func TestMapped_ReadersRaceTheWriter(t *testing.T) {
 		t.Errorf("%d segments: the test wants rolls", l.SegmentCount())
 	}
 }
+
+// TestAppend_FailedIndexWriteLeavesNoEntry: a write that fails while its
+// batch is being indexed (here the time index's first write) leaves no
+// index entry behind for the batch it never published, so the batch
+// written again in its place after the retry is indexed once (found by
+// cmd/torture: verify saw the offset index's first entry twice).
+func TestAppend_FailedIndexWriteLeavesNoEntry(t *testing.T) {
+	for _, tc := range []struct{ name, ext string }{{"time index", ".timeindex"}, {"offset index", ".index"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			faulty := vfs.NewFaulty(mem, vfs.FaultyOptions{FailAt: 0, Kinds: vfs.OpWrite,
+				Filter: func(op vfs.Op) bool { return filepath.Ext(op.Name) == tc.ext }})
+			l := mustOpen(t, "/p", &Options{FS: faulty, IndexInterval: 64})
+			if _, err := l.Append(recs(0, 10), InOS); !errors.Is(err, vfs.ErrInjected) {
+				t.Fatalf("first append: %v, want the injected fault", err)
+			}
+			if err := l.Retry(); err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, 0, 50, InOS)
+			checkRecords(t, l, 0)
+			if r := mustVerifyClosed(t, l, mem); !r.OK() {
+				t.Fatalf("verify: %v", r.Problems)
+			}
+		})
+	}
+}

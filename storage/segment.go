@@ -272,6 +272,31 @@ func (s *segment) checkTimeIndex(first batch.Header, next int64) error {
 	return nil
 }
 
+// indexMark is a segment's index bookkeeping before a write, to roll
+// back to if the write fails before its batch is published.
+type indexMark struct {
+	offs, times           int
+	sinceIndex, sinceTime int
+	firstMs, timeMs       int64
+	maxMs                 int64
+}
+
+func (s *segment) mark() indexMark {
+	return indexMark{offs: s.idx.offLen(), times: s.idx.timeLen(), sinceIndex: s.sinceIndex, sinceTime: s.sinceTime,
+		firstMs: s.firstMs, timeMs: s.timeMs, maxMs: s.maxMs.Load()}
+}
+
+// rollback forgets what indexing a batch that was never published
+// recorded: its index entries (which the retry truncates from the files
+// too) and its timestamps. Without it, the batch written again at the
+// same place after the retry got a second entry there, and verify
+// found the offset index out of order (cmd/torture, diskerror).
+func (s *segment) rollback(m indexMark) {
+	s.idx.cut(m.offs, m.times)
+	s.sinceIndex, s.sinceTime, s.firstMs, s.timeMs = m.sinceIndex, m.sinceTime, m.firstMs, m.timeMs
+	s.maxMs.Store(m.maxMs)
+}
+
 // indexBatch records a batch just written (or re-read) at pos in the
 // segment's bookkeeping and sparse indexes.
 func (s *segment) indexBatch(pos int64, h batch.Header, interval int) error {
