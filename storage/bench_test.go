@@ -25,8 +25,15 @@ func reportRate(b *testing.B, records int) {
 	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
 }
 
-func BenchmarkLog_AppendBatch1000_Fsync(b *testing.B) {
-	l := mustOpen(b, b.TempDir(), &Options{Durability: Fsync})
+// BenchmarkLog_AppendBatch1000_Fsync: the mapped path; _Write on write(2).
+func BenchmarkLog_AppendBatch1000_Fsync(b *testing.B) { appendBatch1000(b, &Options{Durability: Fsync}) }
+
+func BenchmarkLog_AppendBatch1000_Fsync_Write(b *testing.B) {
+	appendBatch1000(b, &Options{Durability: Fsync, FS: vfs.WithoutMapping(vfs.OS())})
+}
+
+func appendBatch1000(b *testing.B, o *Options) {
+	l := mustOpen(b, b.TempDir(), o)
 	defer l.Close()
 	rs := hundredBytes(1000)
 	b.SetBytes(100 * 1000)
@@ -73,6 +80,10 @@ func BenchmarkLog_Append1_InOS16Goroutines_Write(b *testing.B) {
 
 func BenchmarkLog_Append1_Fsync16Goroutines(b *testing.B) {
 	appendGoroutines(b, &Options{Durability: Fsync}, 16)
+}
+
+func BenchmarkLog_Append1_Fsync16Goroutines_Write(b *testing.B) {
+	appendGoroutines(b, &Options{Durability: Fsync, FS: vfs.WithoutMapping(vfs.OS())}, 16)
 }
 
 // appendGoroutines runs n appenders of one 100-byte record each on one log.
