@@ -26,7 +26,9 @@ func reportRate(b *testing.B, records int) {
 }
 
 // BenchmarkLog_AppendBatch1000_Fsync: the mapped path; _Write on write(2).
-func BenchmarkLog_AppendBatch1000_Fsync(b *testing.B) { appendBatch1000(b, &Options{Durability: Fsync}) }
+func BenchmarkLog_AppendBatch1000_Fsync(b *testing.B) {
+	appendBatch1000(b, &Options{Durability: Fsync})
+}
 
 func BenchmarkLog_AppendBatch1000_Fsync_Write(b *testing.B) {
 	appendBatch1000(b, &Options{Durability: Fsync, FS: vfs.WithoutMapping(vfs.OS())})
