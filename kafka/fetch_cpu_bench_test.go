@@ -41,7 +41,7 @@ import (
 // batches of 1,000 records of 100 bytes (~110 KiB, what fillDirect
 // writes) and of 10 (~1.2 KiB).
 //
-//	go test ./kafka -run '^$' -bench Fetch_ServerCPU -benchtime 200x
+//	go test ./kafka -run '^$' -bench Fetch_ServerCPU -benchtime 100x
 func BenchmarkFetch_ServerCPU(b *testing.B) {
 	for _, batchLen := range []int{1000, 10} {
 		cpu := map[fetchPath]float64{}
