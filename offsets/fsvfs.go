@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
 	sqlvfs "github.com/ncruces/go-sqlite3/vfs"
@@ -33,6 +34,10 @@ type fsVFS struct {
 }
 
 // newFSVFS registers an fsVFS and returns the URI that opens path with it.
+// walVFSSeq numbers the SQLite VFSs this package registers (one per
+// store), so their names never collide.
+var walVFSSeq atomic.Int64
+
 func newFSVFS(fsys vfs.FS, path string) (string, *fsVFS, error) {
 	dir, err := os.MkdirTemp("", "passbook-offsets-shm-")
 	if err != nil {

@@ -30,8 +30,6 @@ import (
 
 const walMapChunk = 4 << 20 // the mapping grows by this much
 
-var walVFSSeq atomic.Int64
-
 // walVFS is the OS VFS with the WAL files it opens mapped. One is
 // registered per store, under its own name.
 type walVFS struct {
