@@ -26,7 +26,12 @@ type combiner struct {
 	waiting []*appendReq
 	leading bool // a leader is appending, or has been handed the lead
 	spare   []*appendReq
-	recs    []batch.Record // a round's records, under Log.mu
+	// combining: the last round took more than one Append, so the next
+	// leader yields for the others to queue; every yieldProbe-th round
+	// yields anyway, to find out whether others would. Under mu.
+	combining bool
+	led       int64
+	recs      []batch.Record // a round's records, under Log.mu
 	// rounds and calls count the rounds and the Appends they took, under
 	// Log.mu (calls/rounds is how many Appends combine).
 	rounds, calls int64
@@ -51,17 +56,19 @@ func (l *Log) appendCombined(recs []batch.Record) (first, end int64, err error) 
 	c := &l.comb
 	c.mu.Lock()
 	c.waiting = append(c.waiting, r)
-	handed := c.leading
-	if handed {
+	yield := true // the lead was handed on: others are appending
+	if c.leading {
 		c.mu.Unlock()
 		<-r.wake
 	} else {
 		c.leading = true
+		c.led++
+		yield = c.combining || c.led%yieldProbe == 0
 		c.mu.Unlock()
 		r.lead = true
 	}
 	if r.lead {
-		l.leadRound(handed)
+		l.leadRound(yield)
 	}
 	first, end, err = r.first, r.end, r.err
 	r.recs, r.err = nil, nil
@@ -69,15 +76,21 @@ func (l *Log) appendCombined(recs []batch.Record) (first, end int64, err error) 
 	return first, end, err
 }
 
+// yieldProbe is how often a leader yields with no sign of other
+// appenders, to see whether some would queue.
+const yieldProbe = 64
+
 // leadRound appends everything queued, as one batch, and hands the lead
 // on to whoever queued meanwhile. The caller's own request is in the
 // round (it was queued first, or was first in the queue when it was
-// handed the lead); it is not woken. A leader that was handed the lead
-// (appenders are contending) first lets the appenders that are runnable
-// queue up: on few cores they run only when it yields.
-func (l *Log) leadRound(handed bool) {
+// handed the lead); it is not woken. Where there are other appenders
+// (the lead was handed on, the last round combined, or now and then to
+// find out), the leader first lets those that are runnable queue up: on
+// few cores they run only when it yields. A lone appender yields once in
+// yieldProbe appends.
+func (l *Log) leadRound(yield bool) {
 	c := &l.comb
-	if handed {
+	if yield {
 		runtime.Gosched()
 	}
 	l.mu.Lock()
@@ -91,6 +104,7 @@ func (l *Log) leadRound(handed bool) {
 	l.mu.Unlock()
 
 	c.mu.Lock()
+	c.combining = len(round) > 1
 	var next *appendReq
 	if len(c.waiting) > 0 {
 		next = c.waiting[0]
