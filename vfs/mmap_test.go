@@ -53,6 +53,10 @@ func TestMapFS_Conformance(t *testing.T) {
 			if _, err := m.WriteAt([]byte("tail"), 3<<20-4); err != nil {
 				t.Fatal(err)
 			}
+			big := bytes.Repeat([]byte("0123456789abcdef"), 40<<10/16) // past the OS's pwrite threshold
+			if n, err := m.WriteAt(big, 1<<20); err != nil || n != len(big) {
+				t.Fatalf("a 40 KiB write: %d, %v", n, err)
+			}
 			f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -64,6 +68,10 @@ func TestMapFS_Conformance(t *testing.T) {
 			}
 			if _, err := f.ReadAt(got[:4], 3<<20-4); err != nil || string(got[:4]) != "tail" {
 				t.Fatalf("read %q, %v at the end", got[:4], err)
+			}
+			back := make([]byte, len(big))
+			if _, err := f.ReadAt(back, 1<<20); err != nil || !bytes.Equal(back, big) {
+				t.Fatalf("the 40 KiB write read back wrong: %v", err)
 			}
 			zeros := make([]byte, 1<<10)
 			if _, err := f.ReadAt(zeros, 9); err != nil || !bytes.Equal(zeros, make([]byte, 1<<10)) {
