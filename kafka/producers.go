@@ -131,8 +131,16 @@ func follows(last, seq int32) bool {
 // to partition part of topic, unless it is a duplicate of one of the
 // producer's last batches: then it returns the original's offsets.
 func (ps *producerStates) append(topic string, part int32, l *storage.Log, b []byte, h batch.Header) (span, error) {
-	if _, err := batch.Check(b); err != nil {
-		return span{}, fmt.Errorf("%w: %w", storage.ErrInvalidBatch, err)
+	// A corrupt batch is refused as corrupt, never answered as a
+	// duplicate or a sequence error (Kafka validates before it looks at
+	// the producer's state). A batch that is appended is checked by
+	// AppendBatch; the answers that do not append check it here, so the
+	// usual path pays for one CRC, not two.
+	answer := func(sp span, err error) (span, error) {
+		if _, cerr := batch.Check(b); cerr != nil {
+			return span{}, fmt.Errorf("%w: %w", storage.ErrInvalidBatch, cerr)
+		}
+		return sp, err
 	}
 	pp := ps.partition(topic, part, l)
 	pp.mu.Lock()
@@ -146,18 +154,18 @@ func (ps *producerStates) append(topic string, part int32, l *storage.Log, b []b
 	if st != nil {
 		switch {
 		case h.ProducerEpoch < st.epoch:
-			return span{}, fmt.Errorf("%w: batch epoch %d, producer %d is at %d", errProducerEpoch, h.ProducerEpoch, h.ProducerID, st.epoch)
+			return answer(span{}, fmt.Errorf("%w: batch epoch %d, producer %d is at %d", errProducerEpoch, h.ProducerEpoch, h.ProducerID, st.epoch))
 		case h.ProducerEpoch == st.epoch:
 			for _, pb := range st.batches {
 				if pb.firstSeq == h.BaseSequence && pb.lastSeq == last {
-					return span{first: pb.firstOffset, next: pb.lastOffset + 1}, nil
+					return answer(span{first: pb.firstOffset, next: pb.lastOffset + 1}, nil)
 				}
 			}
 			if prev := st.batches[len(st.batches)-1].lastSeq; !follows(prev, h.BaseSequence) {
-				return span{}, fmt.Errorf("%w: producer %d sent sequence %d after %d", errOutOfOrderSequence, h.ProducerID, h.BaseSequence, prev)
+				return answer(span{}, fmt.Errorf("%w: producer %d sent sequence %d after %d", errOutOfOrderSequence, h.ProducerID, h.BaseSequence, prev))
 			}
 		case h.BaseSequence != 0:
-			return span{}, fmt.Errorf("%w: producer %d's new epoch %d starts at sequence %d, not 0", errOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+			return answer(span{}, fmt.Errorf("%w: producer %d's new epoch %d starts at sequence %d, not 0", errOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence))
 		}
 	}
 	first, err := l.AppendBatch(b, storage.InOS)

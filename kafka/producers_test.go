@@ -84,6 +84,17 @@ func TestIdempotence_Sequences(t *testing.T) {
 	bad := idemBatch(t, 9, 0, 1, 1)
 	bad[len(bad)-1] ^= 0xff
 	step("a damaged retry", bad, kerr.CorruptMessage, 0, 19)
+	for _, tc := range []struct {
+		what string
+		b    []byte
+	}{
+		{"a damaged batch out of order", idemBatch(t, 9, 0, 7, 1)},
+		{"a damaged batch of the old epoch", idemBatch(t, 7, 0, 20, 1)},
+		{"a damaged next batch", idemBatch(t, 9, 0, 2, 1)},
+	} {
+		tc.b[len(tc.b)-1] ^= 0xff
+		step(tc.what, tc.b, kerr.CorruptMessage, 0, 19)
+	}
 
 	// A transactional batch of a producer no transactional id has.
 	step("a transactional batch", txnBatch(t, 10, 0, 0, 1), kerr.InvalidTxnState, 0, 19)
