@@ -296,7 +296,7 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		h.workloads = append(h.workloads, workload(i))
 	}
-	h.command = "go run -C bench . " + strings.Join(args, " ")
+	h.command = "go run -C bench . " + shellJoin(args)
 	tmp, err := os.MkdirTemp(h.dir, "passbook-peers-")
 	if err != nil {
 		return err
@@ -319,6 +319,19 @@ func runPeers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	return nil
+}
+
+// shellJoin joins args as a shell would need them typed: an argument
+// with a space or a shell metacharacter in single quotes.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`()[]{}*?;&|<>#~!") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }
 
 // cell is one system on one workload over the trials.

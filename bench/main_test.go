@@ -85,3 +85,19 @@ func TestWAL_Quick(t *testing.T) {
 		}
 	}
 }
+
+func TestShellJoin(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--quick", "--n", "1000"}, "--quick --n 1000"},
+		{[]string{"--source", "commit abc (git archive)"}, "--source 'commit abc (git archive)'"},
+		{[]string{"--source", "it's"}, `--source 'it'\''s'`},
+		{[]string{"--md", "../docs/benchmarks.md", ""}, "--md ../docs/benchmarks.md ''"},
+	} {
+		if got := shellJoin(tc.args); got != tc.want {
+			t.Errorf("shellJoin(%q) = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
