@@ -55,10 +55,6 @@ func (w workload) kafkaOnly() bool {
 	return w == wDefaults || w == wAcks1 || w == wAcksMany || w == wOpenSmall || w == wOpenLarge
 }
 
-// issue21 reports whether w is one of issue 21's workloads, which only
-// passbook and the systems named for it run.
-func (w workload) issue21() bool { return w >= wKiBDurable }
-
 func (w workload) key() string { return workloadKeys[w] }
 
 // title is the heading of the workload's table.

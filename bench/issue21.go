@@ -310,11 +310,12 @@ func partitionCount(ctx context.Context, addr, topic string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("metadata: %w", err)
 	}
-	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return 0, fmt.Errorf("metadata of %s: %w", topic, err)
-		}
-		return len(t.Partitions), nil
+	if len(resp.Topics) == 0 {
+		return 0, fmt.Errorf("metadata has no topic %s", topic)
 	}
-	return 0, fmt.Errorf("metadata has no topic %s", topic)
+	t := resp.Topics[0]
+	if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+		return 0, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	return len(t.Partitions), nil
 }
