@@ -58,8 +58,10 @@ import (
 // Log.mu.
 type mapWriter struct {
 	m vfs.MappedFile
-	// populated is how far Populate was asked to prepare pages.
+	// populated is how far Populate was asked to prepare pages;
+	// released, up to where Release dropped them again.
 	populated  int64
+	released   int64
 	populating sync.WaitGroup // the goroutine running Populate, if any
 	done       chan struct{}  // closed by that goroutine when it ends
 }
@@ -79,6 +81,9 @@ const (
 	// unmappedBatch is the batch size from which a segment is written
 	// with write(2) (see writeActive).
 	unmappedBatch = 32 << 10
+	// releaseStep is how much written data the mapping keeps resident
+	// before it releases it (see writeActive).
+	releaseStep = 4 << 20
 )
 
 // writeActive writes the batch b at byte pos of the active segment s:
@@ -127,6 +132,13 @@ func (l *Log) writeActive(s *segment, b []byte, pos int64) error {
 	}
 	if w.populated < end+ahead(end)/2 {
 		l.keepAhead(w, end)
+	}
+	if upto := end &^ 4095; upto-w.released >= releaseStep {
+		// Written pages are never written again: out of the resident
+		// set with them (they stay in the page cache), or a 1 GiB
+		// segment would show as 1 GiB of the server's RSS.
+		w.m.Release(w.released, upto-w.released)
+		w.released = upto
 	}
 	return nil
 }
@@ -190,7 +202,7 @@ func (l *Log) mapActive(s *segment, pos int64) error {
 		m.Close()
 		return fmt.Errorf("map %s: the file has %d bytes, the segment %d", s.path, size, pos)
 	}
-	s.mw = &mapWriter{m: m, populated: pos}
+	s.mw = &mapWriter{m: m, populated: pos, released: pos &^ 4095}
 	return nil
 }
 

@@ -301,6 +301,7 @@ func (f *faultyMapped) op(kind OpKind) Op { return Op{Kind: kind, Name: f.m.Name
 func (f *faultyMapped) Name() string          { return f.m.Name() }
 func (f *faultyMapped) Size() int64           { return f.m.Size() }
 func (f *faultyMapped) Populate(off, n int64) { f.m.Populate(off, n) }
+func (f *faultyMapped) Release(off, n int64)  { f.m.Release(off, n) }
 
 func (f *faultyMapped) Allocate(size int64) error {
 	if err := f.fs.fault(f.op(OpTruncate)); err != nil {

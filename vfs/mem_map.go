@@ -72,6 +72,9 @@ func (f *memMapped) WriteAt(p []byte, off int64) (int, error) {
 
 func (f *memMapped) Populate(off, n int64) {}
 
+// Release has nothing to drop: a MemFS file's bytes are its own.
+func (f *memMapped) Release(off, n int64) {}
+
 func (f *memMapped) Close() error {
 	if f.closed {
 		return errMapClosed(f.name)

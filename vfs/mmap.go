@@ -56,6 +56,13 @@ type MappedFile interface {
 	// it may do nothing, and it changes no byte. It may run on another
 	// goroutine while WriteAt runs; Allocate and Close wait for it.
 	Populate(off, n int64)
+	// Release says the pages wholly inside [off, off+n) will not be
+	// written through the mapping again: they leave the process's
+	// resident set, their bytes staying in the page cache (dirty ones
+	// until synced or written back), so reads of the file and File.Sync
+	// see them as before. A hint: it may do nothing, and it changes no
+	// byte. Safe alongside Populate; not alongside WriteAt.
+	Release(off, n int64)
 	// Close unmaps the file. It does not change the file's length, nor
 	// what was written: those bytes stay in the page cache until synced
 	// or written back.

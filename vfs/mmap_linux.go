@@ -154,6 +154,23 @@ func (m *osMapped) Populate(off, n int64) {
 	unix.Madvise(m.data[from:to], unix.MADV_POPULATE_WRITE)
 }
 
+// Release drops the mapping's pages wholly inside [off, off+n) from the
+// process's resident set (MADV_DONTNEED: for a shared file mapping the
+// pages stay in the page cache, dirty ones until written back).
+func (m *osMapped) Release(off, n int64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return
+	}
+	page := int64(os.Getpagesize())
+	from, to := (max(off, 0)+page-1)/page*page, min(off+n, int64(len(m.data)))/page*page
+	if from >= to {
+		return
+	}
+	unix.Madvise(m.data[from:to], unix.MADV_DONTNEED)
+}
+
 func (m *osMapped) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
