@@ -149,9 +149,13 @@ type kafkaConsumer struct {
 	mu        sync.Mutex
 	pos       map[int32]int64 // the next offset to read, of each partition held
 	committed map[int32]int64
-	heads     map[int32]int64 // without --follow: where each partition stops
-	fatal     error           // from an assignment
-	cancel    context.CancelFunc
+	// unsaved: positions of partitions lost with a commit still owed
+	// (the generation it was for ended first), to commit when the
+	// partition comes back to this consumer (see adjust).
+	unsaved map[int32]int64
+	heads   map[int32]int64 // without --follow: where each partition stops
+	fatal   error           // from an assignment
+	cancel  context.CancelFunc
 }
 
 // hold takes partitions' positions (an assignment, or --partition) and
@@ -175,6 +179,9 @@ func (k *kafkaConsumer) drop(_ context.Context, _ *kgo.Client, lost map[string][
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, p := range lost[k.ext.name] {
+		if at, ok := k.pos[p]; ok && at != k.committed[p] {
+			k.unsaved[p] = at
+		}
 		delete(k.pos, p)
 		delete(k.committed, p)
 	}
@@ -212,11 +219,25 @@ func (k *kafkaConsumer) adjust(ctx context.Context, assigned map[string]map[int3
 		k.cancel()
 		return nil, err
 	}
+	k.hold(pos, ends)
+	// A partition back with this consumer after it was lost with a
+	// commit owed resumes where out is, not at the group's offset: those
+	// records are written already (and the next Commit commits them), as
+	// long as nobody committed past them meanwhile.
+	k.mu.Lock()
+	for p := range pos {
+		if at, ok := k.unsaved[p]; ok {
+			if at > pos[p] {
+				pos[p], k.pos[p] = at, at
+			}
+			delete(k.unsaved, p)
+		}
+	}
+	k.mu.Unlock()
 	out := map[int32]kgo.Offset{}
 	for p, at := range pos {
 		out[p] = kgo.NewOffset().At(at).WithEpoch(-1)
 	}
-	k.hold(pos, ends)
 	return map[string]map[int32]kgo.Offset{k.ext.name: out}, nil
 }
 
@@ -275,10 +296,28 @@ func (k *kafkaConsumer) Commit(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		if lostGeneration(err) && !k.direct {
+			// The generation the commit was for is over (the brokers
+			// restarted, or the group rebalanced): committing it again
+			// can never succeed until the group is rejoined, which
+			// BlockRebalanceOnPoll holds back until allowed.
+			k.cl.AllowRebalance()
+		}
 		if werr := r.wait(k.stop, k.stderr, err); werr != nil {
 			return err
 		}
 	}
+}
+
+// lostGeneration reports whether a commit failed because the member's
+// generation is over: only a rejoin lets it commit again.
+func lostGeneration(err error) bool {
+	for _, e := range []error{kerr.IllegalGeneration, kerr.UnknownMemberID, kerr.RebalanceInProgress, kerr.FencedInstanceID, kerr.StaleMemberEpoch} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // retrier waits between tries with a backoff (250 ms doubling to 10 s)
@@ -382,7 +421,7 @@ func remoteConsume(ctx context.Context, e *env, b *brokerFlags, topic string, o 
 	// the consumer has a client of its own.
 	defer c.Close()
 	k := &kafkaConsumer{c: c, ext: ext, o: o, direct: o.partitions != nil, ready: make(chan struct{}), stop: ctx.Done(), stderr: e.stderr,
-		pos: map[int32]int64{}, committed: map[int32]int64{}, heads: map[int32]int64{}}
+		pos: map[int32]int64{}, committed: map[int32]int64{}, unsaved: map[int32]int64{}, heads: map[int32]int64{}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	k.cancel = cancel
