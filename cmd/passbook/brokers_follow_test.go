@@ -53,11 +53,19 @@ func serveAt(t *testing.T, dir, addr string) (stop func()) {
 // stays when the server goes away — it says so on stderr and tries
 // again, with a backoff — and once the server is back it carries on:
 // every record produced before and after, each once, and what it wrote
-// committed when Ctrl-C stops it.
+// committed when Ctrl-C stops it. With --commit every=150 the first 100
+// records are written and not yet committed when the server goes; they
+// are not written again after it.
 func TestBrokers_FollowOutlastsTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a server stopped and started again under a follower")
 	}
+	for _, commit := range []string{"after", "every=150"} {
+		t.Run(commit, func(t *testing.T) { followOutlastsTheServer(t, commit) })
+	}
+}
+
+func followOutlastsTheServer(t *testing.T, commit string) {
 	quickExit(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	addr := freePort(t)
@@ -83,7 +91,7 @@ func TestBrokers_FollowOutlastsTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(passbookBinary(t), append(b, "consume", "t", "--consumer", "tail", "--follow", "--session-timeout", "2s")...)
+	cmd := exec.Command(passbookBinary(t), append(b, "consume", "t", "--consumer", "tail", "--follow", "--session-timeout", "2s", "--commit", commit)...)
 	cmd.Env, cmd.Stdout = binaryEnv(), f
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
