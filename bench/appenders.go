@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,25 +129,12 @@ func passbookAppenders(dir string, n, k int, write2 bool) (float64, error) {
 	}
 	defer l.Close()
 	rs := hundredByteRecords(1)
-	errs := make([]error, k)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := range k {
-		wg.Go(func() {
-			for range share(n, k, g) {
-				if _, err := l.Append(rs, storage.InOS); err != nil {
-					errs[g] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	el := time.Since(start)
-	for _, err := range errs {
-		if err != nil {
-			return 0, err
-		}
+	el, err := fanOut(n, k, func() error {
+		_, err := l.Append(rs, storage.InOS)
+		return err
+	})
+	if err != nil {
+		return 0, err
 	}
 	if got := l.Head(); got != int64(n) {
 		return 0, fmt.Errorf("the log holds %d records, want %d", got, n)
@@ -167,17 +155,30 @@ func walAppenders(dir string, n, k int) (float64, error) {
 	v := bytes.Repeat([]byte("x"), recordBytes)
 	var mu sync.Mutex
 	next := uint64(1)
+	el, err := fanOut(n, k, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		err := w.Write(next, v)
+		next++
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return rate(n, el), nil
+}
+
+// fanOut calls write n times from k goroutines at once (share(n, k, g)
+// calls each), a goroutine stopping at its first error, and returns the
+// time it all took and the first error.
+func fanOut(n, k int, write func() error) (time.Duration, error) {
 	errs := make([]error, k)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for g := range k {
 		wg.Go(func() {
 			for range share(n, k, g) {
-				mu.Lock()
-				err := w.Write(next, v)
-				next++
-				mu.Unlock()
-				if err != nil {
+				if err := write(); err != nil {
 					errs[g] = err
 					return
 				}
@@ -186,12 +187,7 @@ func walAppenders(dir string, n, k int) (float64, error) {
 	}
 	wg.Wait()
 	el := time.Since(start)
-	for _, err := range errs {
-		if err != nil {
-			return 0, err
-		}
-	}
-	return rate(n, el), nil
+	return el, errors.Join(errs...)
 }
 
 // passbookBatchesInOS appends n records to one storage.Log in batches of
